@@ -1,0 +1,1 @@
+"""Backend adapters: local, modal, skypilot, each registered under ``x_tui.backends``."""

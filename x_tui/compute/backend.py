@@ -1,0 +1,157 @@
+"""The interface every compute provider implements, and the helpers that name new runs.
+
+A backend turns a :class:`~x_tui.compute.spec.JobSpec` into a run on its provider and reports on
+it afterwards. It returns a :class:`~x_tui.compute.store.RunHandle` from ``submit`` and needs
+nothing else to find the run again, so a run submitted from one shell can be followed, fetched or
+cancelled from another. Optional abilities are declared in ``capabilities``, never discovered by
+catching ``NotImplementedError``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import enum
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from x_tui.compute.records import JsonValue, dumps_compact
+from x_tui.compute.spec import JobSpec
+from x_tui.compute.store import RunHandle, new_run_id
+
+SPEC_NAME = "spec.json"
+"""The file a staged run's spec is written to."""
+
+
+class RunState(str, enum.Enum):
+    """Where a run is."""
+
+    PENDING = "pending"
+    RUNNING = "running"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+    CANCELLED = "cancelled"
+
+    @property
+    def is_final(self) -> bool:
+        """Whether the run has ended."""
+        return self in (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED)
+
+
+class Capability(str, enum.Enum):
+    """Optional abilities a backend declares in its ``capabilities`` attribute."""
+
+    PEEK = "peek"
+    """``peek(handle, path)`` reads a file of the run's outputs while it runs."""
+    LOCAL_FILES = "local-files"
+    """``run_files(handle)`` names the run's log and outputs as files on this machine."""
+    PLAN = "plan"
+    """``plan(spec, project=...)`` describes what ``submit`` would ask the provider for."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunFiles:
+    """Where a run's files are on this machine, for a backend that keeps them here.
+
+    Attributes:
+        worker_log: The worker's combined output (every task's lines, prefixed).
+        outputs: The run's outputs directory (manifest, devices.log, one directory per task).
+    """
+
+    worker_log: Path
+    outputs: Path
+
+
+@runtime_checkable
+class ComputeBackend(Protocol):
+    """A compute provider that runs jobs.
+
+    Every method but :meth:`submit` takes a handle this backend returned, possibly in another
+    process, and must work from it alone. A backend may declare optional abilities in a
+    ``capabilities`` attribute (a frozenset of :class:`Capability`).
+    """
+
+    name: str
+    """The name the backend is registered under."""
+
+    def submit(self, spec: JobSpec, *, project: Path) -> RunHandle:
+        """Start ``spec`` from the project at ``project`` and return once it is submitted."""
+        ...
+
+    def status(self, handle: RunHandle) -> RunState:
+        """Where the run is now."""
+        ...
+
+    def logs(self, handle: RunHandle, *, follow: bool) -> Iterator[str]:
+        """The worker's output lines, without line endings; with ``follow``, until the run ends."""
+        ...
+
+    def fetch(self, handle: RunHandle, destination: Path) -> Path:
+        """Copy the run's outputs to ``destination / handle.run_id`` and return that directory."""
+        ...
+
+    def cancel(self, handle: RunHandle) -> None:
+        """Stop the run; a run that already ended is left as it is."""
+        ...
+
+
+BackendFactory = Callable[[Mapping[str, JsonValue]], ComputeBackend]
+"""What a backend's entry point loads: it builds the backend from its settings table."""
+
+
+def capabilities_of(backend: object) -> frozenset[Capability]:
+    """The optional abilities ``backend`` declares (none when it declares nothing)."""
+    declared = getattr(backend, "capabilities", frozenset())
+    return frozenset(Capability(item) for item in declared)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class NewRun:
+    """A run being submitted: its id, its job and its project, until the provider names it.
+
+    Attributes:
+        run_id: The run's id, from :func:`~x_tui.compute.store.new_run_id`.
+        spec: The job.
+        project: The resolved project root.
+        settings: The backend's validated settings, frozen into the handle.
+    """
+
+    run_id: str
+    spec: JobSpec
+    project: Path
+    settings: Mapping[str, JsonValue] = field(default_factory=dict)
+
+    def handle(self, backend: str, details: Mapping[str, str]) -> RunHandle:
+        """The handle of this run, submitted now."""
+        return RunHandle(
+            run_id=self.run_id,
+            backend=backend,
+            job=self.spec.name,
+            project=str(self.project),
+            submitted_at=dt.datetime.now(dt.timezone.utc),
+            settings=dict(self.settings),
+            details=dict(details),
+        )
+
+
+def new_run(spec: JobSpec, project: Path, *, settings: Mapping[str, JsonValue]) -> NewRun:
+    """Start submitting a run of ``spec`` from ``project``, named by a fresh run id."""
+    return NewRun(
+        run_id=new_run_id(spec.name), spec=spec, project=project.resolve(), settings=dict(settings)
+    )
+
+
+def stage_run(runs: Path, run: NewRun) -> Path:
+    """Write the run's spec into a directory of its own under ``runs``.
+
+    Returns:
+        Its directory, which holds ``spec.json``.
+
+    Raises:
+        FileExistsError: If the run's directory already exists.
+    """
+    run_dir = runs / run.run_id
+    run_dir.mkdir(parents=True)
+    (run_dir / SPEC_NAME).write_text(dumps_compact(run.spec), encoding="utf-8")
+    return run_dir

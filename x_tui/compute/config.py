@@ -1,0 +1,247 @@
+"""A project's compute configuration: the ``[tool.substrax.compute]`` table of its pyproject.toml.
+
+Read with tomlkit (the same library writes it back, keeping comments). A table substrax accepts
+reads exactly as substrax reads it. Unknown keys are refused with the key, the table and the file
+named; a job's table is checked only when that job is resolved, so a typo in one job does not
+break the others.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import tomlkit
+import tomlkit.exceptions
+
+from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError
+from x_tui.compute.records import JsonValue, RecordError, read_record
+from x_tui.compute.spec import Accelerator, JobSpec, Task, discover_examples, example_tasks
+
+PYPROJECT = "pyproject.toml"
+TABLE = "tool.substrax.compute"
+_TOP_KEYS = ("backend", "backends", "jobs")
+_TASK_SOURCE_KEYS = ("examples", "commands", "task_timeout_seconds")
+_SPEC_KEYS = (
+    "schema_version", "name", "tasks", "timeout_seconds", "resources", "extras", "runtime", "env",
+    "mounts",
+)
+_JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ComputeConfig:
+    """A project's compute configuration.
+
+    Attributes:
+        path: The ``pyproject.toml`` it was read from (``None`` for an empty configuration).
+        backend: The backend used when none is named; ``None`` requires naming one.
+        backends: Each backend's settings, by backend name.
+        jobs: Each job's table, by name, read into a ``JobSpec`` when the job is resolved.
+    """
+
+    path: Path | None = None
+    backend: str | None = None
+    backends: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
+    jobs: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
+
+    def backend_settings(self, name: str) -> Mapping[str, JsonValue]:
+        """The settings table of backend ``name`` (empty when it has none)."""
+        return self.backends.get(name, {})
+
+    def where(self, *table: str) -> str:
+        """``<file>: [tool.substrax.compute.<table...>]``, for messages."""
+        name = ".".join((TABLE, *table))
+        return f"{self.path or PYPROJECT}: [{name}]"
+
+
+def find_project(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` that holds a ``pyproject.toml``."""
+    start = start.resolve()
+    for directory in (start, *start.parents):
+        if (directory / PYPROJECT).is_file():
+            return directory
+    return None
+
+
+def load_pyproject(path: Path) -> dict[str, Any]:
+    """Parse a ``pyproject.toml`` into plain Python values.
+
+    Raises:
+        ConfigError: If the file cannot be read or is not valid TOML; the message names it.
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise ConfigError(f"{path}: cannot be read: {error}") from None
+    try:
+        return tomlkit.parse(text).unwrap()
+    except tomlkit.exceptions.ParseError as error:
+        raise ConfigError(f"{path}: not valid TOML: {error}") from None
+
+
+def read_compute_config(project: Path) -> ComputeConfig:
+    """Read the ``[tool.substrax.compute]`` table of the project's pyproject.toml.
+
+    Raises:
+        NoComputeTable: If there is no pyproject.toml or it has no such table.
+        ConfigError: If the file is not TOML, or a key is unknown or of the wrong type.
+    """
+    path = project / PYPROJECT
+    if not path.is_file():
+        raise NoComputeTable(f"{project} has no {PYPROJECT}")
+    document = load_pyproject(path)
+    table: object = document
+    for key in TABLE.split("."):
+        table = table.get(key) if isinstance(table, dict) else None
+    if table is None:
+        raise NoComputeTable(f"{path} has no [{TABLE}] table")
+    config = ComputeConfig(path=path)
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: [{TABLE}] is not a table")
+    for key in table:
+        if key not in _TOP_KEYS:
+            raise ConfigError(f"{config.where()} unknown key {key!r}{did_you_mean(key, _TOP_KEYS)}")
+    backend = table.get("backend")
+    if backend is not None and not isinstance(backend, str):
+        raise ConfigError(f"{config.where()} backend: expected a string, got {backend!r}")
+    backends = _table_of_tables(config, table, "backends")
+    jobs = _table_of_tables(config, table, "jobs")
+    return replace(config, backend=backend, backends=backends, jobs=jobs)
+
+
+def _table_of_tables(
+    config: ComputeConfig, table: dict[str, Any], key: str
+) -> dict[str, dict[str, JsonValue]]:
+    value = table.get(key, {})
+    if not isinstance(value, dict):
+        raise ConfigError(f"{config.where()} {key}: expected a table, got {value!r}")
+    for name, inner in value.items():
+        if not isinstance(inner, dict):
+            raise ConfigError(f"{config.where(key)} {name}: expected a table, got {inner!r}")
+    return value
+
+
+def did_you_mean(key: str, accepted: tuple[str, ...] | list[str]) -> str:
+    """``"; did you mean 'x'? (accepted: ...)"`` for a refused key."""
+    close = difflib.get_close_matches(key, list(accepted), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (accepted: {', '.join(accepted)})"
+
+
+def resolve_job(
+    config: ComputeConfig,
+    name: str,
+    *,
+    project: Path,
+    accelerator: Accelerator | None = None,
+) -> JobSpec:
+    """Build the spec of a configured job, listing its examples now.
+
+    Args:
+        config: The project's configuration.
+        name: The job.
+        project: The project root.
+        accelerator: Replaces the configured accelerator for this run.
+
+    Returns:
+        The spec.
+
+    Raises:
+        UnknownJobError: If the job is not configured; the message lists the configured ones.
+        ConfigError: If a key of the job's table is unknown or a value of the wrong type, or an
+            examples directory does not exist.
+    """
+    if name not in config.jobs:
+        configured = ", ".join(sorted(config.jobs)) or "none"
+        raise UnknownJobError(f"no job '{name}'; configured: {configured}")
+    table = dict(config.jobs[name])
+    where = config.where("jobs", name)
+    for key in table:
+        if key not in _JOB_KEYS:
+            raise ConfigError(f"{where} unknown key {key!r}{did_you_mean(key, _JOB_KEYS)}")
+    tasks = _tasks(config, name, table, project=project)
+    spec_table = {key: value for key, value in table.items() if key in _SPEC_KEYS}
+    spec_table["name"] = name
+    spec_table["tasks"] = [_task_json(task) for task in tasks]
+    try:
+        spec = read_record(JobSpec, spec_table)
+    except RecordError as error:
+        raise ConfigError(f"{where} {error}") from None
+    if accelerator is not None:
+        spec = replace(spec, resources=replace(spec.resources, accelerator=accelerator))
+    return spec
+
+
+def _task_json(task: Task) -> dict[str, JsonValue]:
+    return {"name": task.name, "argv": list(task.argv), "timeout_seconds": task.timeout_seconds}
+
+
+def _tasks(
+    config: ComputeConfig, job: str, table: dict[str, Any], *, project: Path
+) -> tuple[Task, ...]:
+    where = config.where("jobs", job)
+    timeout = table.get("timeout_seconds")
+    if timeout is None:
+        raise ConfigError(f"{where} missing required key 'timeout_seconds'")
+    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+        raise ConfigError(f"{where} timeout_seconds: expected a number, got {timeout!r}")
+    task_timeout = table.get("task_timeout_seconds")
+    if task_timeout is not None and (
+        isinstance(task_timeout, bool) or not isinstance(task_timeout, (int, float))
+    ):
+        raise ConfigError(f"{where} task_timeout_seconds: expected a number, got {task_timeout!r}")
+    budget = float(task_timeout or timeout)
+    examples = table.get("examples", [])
+    if not isinstance(examples, list) or not all(isinstance(item, str) for item in examples):
+        raise ConfigError(f"{where} examples: expected an array of strings, got {examples!r}")
+    commands = table.get("commands", {})
+    if not isinstance(commands, dict):
+        raise ConfigError(f"{where} commands: expected a table of arrays, got {commands!r}")
+    tasks: list[Task] = []
+    root = project.resolve()
+    for directory in examples:
+        folder = (root / directory).resolve()
+        if not folder.is_relative_to(root):
+            raise ConfigError(f"{where} examples: directory {directory!r} is outside the project")
+        if not folder.is_dir():
+            raise ConfigError(
+                f"{where} examples: directory '{directory}' of job '{job}' does not exist in {root}"
+            )
+        try:
+            tasks.extend(example_tasks(discover_examples(folder), project=root, timeout_seconds=budget))
+        except ValueError as error:
+            raise ConfigError(f"{where} examples: {error}") from None
+    for task_name, argv in commands.items():
+        if not isinstance(argv, list) or not all(isinstance(item, str) for item in argv):
+            raise ConfigError(
+                f"{where} commands.{task_name}: expected an array of strings, got {argv!r}"
+            )
+        try:
+            tasks.append(Task(name=task_name, argv=tuple(argv), timeout_seconds=budget))
+        except ValueError as error:
+            raise ConfigError(f"{where} commands.{task_name}: {error}") from None
+    return tuple(tasks)
+
+
+_ACCELERATOR = re.compile(r"(?P<kind>[^:]+)(?::(?P<count>\d+))?")
+
+
+def parse_accelerator(text: str) -> Accelerator:
+    """Read an accelerator written as KIND or KIND:COUNT, such as ``H100:8``.
+
+    Raises:
+        ConfigError: If ``text`` is not of that form.
+    """
+    match = _ACCELERATOR.fullmatch(text.strip())
+    message = f"accelerator '{text}' is not KIND or KIND:COUNT, such as 'L4' or 'H100:8'"
+    if match is None:
+        raise ConfigError(message)
+    try:
+        return Accelerator(kind=match["kind"], count=int(match["count"] or 1))
+    except ValueError as error:
+        raise ConfigError(f"{message}: {error}") from None

@@ -1,0 +1,44 @@
+"""The errors a user can fix: bad configuration, unknown names, missing tools or credentials.
+
+The CLI prints these messages as they are (exit 2) and the TUI shows them in a panel or toast;
+anything else is a bug and keeps its traceback. Each message names the file, key and value, and
+what would be accepted.
+"""
+
+from __future__ import annotations
+
+
+class UserError(Exception):
+    """A problem the user can fix; its message is shown as it is, without a traceback."""
+
+
+class ConfigError(UserError, ValueError):
+    """A ``pyproject.toml`` table, key or value that cannot be used."""
+
+
+class NoComputeTable(UserError, LookupError):
+    """The project's ``pyproject.toml`` has no ``[tool.substrax.compute]`` table."""
+
+
+class UnknownJobError(UserError, LookupError):
+    """No job of that name is configured; the message lists the configured ones."""
+
+
+class UnknownBackendError(UserError, LookupError):
+    """No backend of that name is registered; the message lists the registered ones."""
+
+
+class RunNotFoundError(UserError, LookupError):
+    """No stored handle has that run id."""
+
+
+class BadRecordError(UserError, ValueError):
+    """A stored record (handle, spec, manifest) that cannot be read; the message names the file."""
+
+
+class BackendUnavailableError(UserError, RuntimeError):
+    """A backend that cannot be used here: its tool or extra is missing, or no credentials."""
+
+
+class ProviderError(UserError, RuntimeError):
+    """A provider that answered with an error or did not answer within its deadline."""

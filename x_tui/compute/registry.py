@@ -1,0 +1,68 @@
+"""Backends by name, from the ``x_tui.backends`` entry-point group.
+
+x-tui registers its own backends (local, modal, skypilot) in that group, and any distribution adds
+one by registering a :data:`~x_tui.compute.backend.BackendFactory` there, so a built-in backend and
+a third-party one load the same way. A backend's module is imported only when its name is chosen.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from importlib.metadata import EntryPoint, EntryPoints, entry_points
+
+from x_tui.compute.backend import ComputeBackend
+from x_tui.compute.errors import BackendUnavailableError, UnknownBackendError
+from x_tui.compute.records import JsonValue
+
+GROUP = "x_tui.backends"
+"""The entry-point group backends register in."""
+
+Discover = Callable[..., EntryPoints]
+
+
+def _by_name(discover: Discover) -> dict[str, EntryPoint]:
+    found: dict[str, EntryPoint] = {}
+    for entry in discover(group=GROUP):
+        found[entry.name] = entry
+    return found
+
+
+def backend_names(*, discover: Discover = entry_points) -> tuple[str, ...]:
+    """The names of the registered backends, sorted."""
+    return tuple(sorted(_by_name(discover)))
+
+
+def load_backend(
+    name: str,
+    settings: Mapping[str, JsonValue] | None = None,
+    *,
+    discover: Discover = entry_points,
+) -> ComputeBackend:
+    """Build the backend registered under ``name`` from its settings.
+
+    Args:
+        name: The backend's name.
+        settings: Its settings table; empty when ``None``.
+        discover: Lists entry points by group.
+
+    Returns:
+        The backend.
+
+    Raises:
+        UnknownBackendError: If no backend has that name; the message lists the registered ones.
+        BackendUnavailableError: If the backend's module cannot be imported (a missing extra).
+        TypeError: If the entry point builds something that is not a backend.
+    """
+    found = _by_name(discover)
+    entry = found.get(name)
+    if entry is None:
+        registered = ", ".join(sorted(found)) or "none"
+        raise UnknownBackendError(f"no compute backend named '{name}'; registered: {registered}")
+    try:
+        factory = entry.load()
+    except ImportError as error:
+        raise BackendUnavailableError(str(error)) from None
+    backend = factory(dict(settings or {}))
+    if not isinstance(backend, ComputeBackend):
+        raise TypeError(f"entry point '{entry.value}' built {type(backend).__name__}, not a backend")
+    return backend

@@ -1,0 +1,64 @@
+"""The worker as one zipapp that any Python 3.10+ starts, wherever x-tui is not installed.
+
+Every backend ships the same bytes: ``python worker.pyz --spec spec.json --project . --outputs
+DIR``. The archive holds only the standard-library modules the worker needs, so it runs inside
+the user's project environment without x-tui or any of its dependencies.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import io
+import zipfile
+from pathlib import Path
+
+WORKER_NAME = "worker.pyz"
+"""The file name the worker zipapp is given beside a staged run."""
+
+_PACKAGE = Path(__file__).resolve().parent.parent
+_MODULES = (
+    "__init__.py",
+    "compute/__init__.py",
+    "compute/records.py",
+    "compute/spec.py",
+    "compute/manifest.py",
+    "compute/worker.py",
+)
+_MAIN = b"import sys\nfrom x_tui.compute.worker import main\nsys.exit(main())\n"
+
+
+@functools.cache
+def worker_zipapp_bytes() -> bytes:
+    """The zipapp's bytes, built once per process from the installed modules."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
+        for relative in _MODULES:
+            info = zipfile.ZipInfo(f"x_tui/{relative}", date_time=(2020, 1, 1, 0, 0, 0))
+            info.compress_type = zipfile.ZIP_DEFLATED
+            archive.writestr(info, (_PACKAGE / relative).read_bytes())
+        main = zipfile.ZipInfo("__main__.py", date_time=(2020, 1, 1, 0, 0, 0))
+        archive.writestr(main, _MAIN)
+    return b"#!/usr/bin/env python3\n" + buffer.getvalue()
+
+
+def worker_digest() -> str:
+    """A short content hash of the zipapp, for image layers and caches keyed on it."""
+    return hashlib.sha256(worker_zipapp_bytes()).hexdigest()[:16]
+
+
+def write_worker_zipapp(directory: Path, name: str = WORKER_NAME) -> Path:
+    """Write the worker zipapp into ``directory``.
+
+    Args:
+        directory: Where to put it (created if missing).
+        name: Its file name.
+
+    Returns:
+        The zipapp's path.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_bytes(worker_zipapp_bytes())
+    path.chmod(0o755)
+    return path

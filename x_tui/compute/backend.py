@@ -102,7 +102,7 @@ BackendFactory = Callable[[Mapping[str, JsonValue]], ComputeBackend]
 
 def capabilities_of(backend: object) -> frozenset[Capability]:
     """The optional abilities ``backend`` declares (none when it declares nothing)."""
-    declared = getattr(backend, "capabilities", frozenset())
+    declared: frozenset[str] = getattr(backend, "capabilities", frozenset())
     return frozenset(Capability(item) for item in declared)
 
 
@@ -129,7 +129,7 @@ class NewRun:
             backend=backend,
             job=self.spec.name,
             project=str(self.project),
-            submitted_at=dt.datetime.now(dt.timezone.utc),
+            submitted_at=dt.datetime.now(dt.UTC),
             settings=dict(self.settings),
             details=dict(details),
         )

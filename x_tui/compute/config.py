@@ -27,7 +27,14 @@ TABLE = "tool.substrax.compute"
 _TOP_KEYS = ("backend", "backends", "jobs")
 _TASK_SOURCE_KEYS = ("examples", "commands", "task_timeout_seconds")
 _SPEC_KEYS = (
-    "schema_version", "name", "tasks", "timeout_seconds", "resources", "extras", "runtime", "env",
+    "schema_version",
+    "name",
+    "tasks",
+    "timeout_seconds",
+    "resources",
+    "extras",
+    "runtime",
+    "env",
     "mounts",
 )
 _JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS
@@ -213,7 +220,9 @@ def _tasks(
                 f"{where} examples: directory '{directory}' of job '{job}' does not exist in {root}"
             )
         try:
-            tasks.extend(example_tasks(discover_examples(folder), project=root, timeout_seconds=budget))
+            tasks.extend(
+                example_tasks(discover_examples(folder), project=root, timeout_seconds=budget)
+            )
         except ValueError as error:
             raise ConfigError(f"{where} examples: {error}") from None
     for task_name, argv in commands.items():

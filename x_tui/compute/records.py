@@ -227,7 +227,10 @@ def _read_dataclass(cls: type, data: object, where: str) -> object:
     for name, field in fields.items():
         path = _join(where, name)
         if name not in data:
-            if field.default is dataclasses.MISSING and field.default_factory is dataclasses.MISSING:
+            if (
+                field.default is dataclasses.MISSING
+                and field.default_factory is dataclasses.MISSING
+            ):
                 raise RecordError(f"{_at(path)}missing required key {name!r}")
             continue
         values[name] = _read_value(hints[name], data[name], path)
@@ -250,7 +253,7 @@ def _suggest(key: str, accepted: list[str]) -> str:
     return f"; did you mean {close[0]!r}?" if close else ""
 
 
-def _read_value(hint: Any, value: object, where: str) -> object:  # noqa: PLR0911
+def _read_value(hint: Any, value: object, where: str) -> object:
     if hint is Any:
         if not _is_json(value):
             raise RecordError(f"{_at(where)}expected a JSON value, got {_describe(value)}")
@@ -283,39 +286,16 @@ def _read_value(hint: Any, value: object, where: str) -> object:  # noqa: PLR091
                 f"got {_describe(value)}"
             )
         return hint(value)
-    if hint is bool:
-        if not isinstance(value, bool):
-            raise RecordError(f"{_at(where)}expected true or false, got {_describe(value)}")
-        return value
-    if hint is int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise RecordError(f"{_at(where)}expected an integer, got {_describe(value)}")
-        return value
-    if hint is float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise RecordError(f"{_at(where)}expected a number, got {_describe(value)}")
-        if not math.isfinite(value):
-            raise RecordError(f"{_at(where)}expected a finite number, got {_describe(value)}")
-        return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise RecordError(f"{_at(where)}expected a string, got {_describe(value)}")
-        return value
-    if hint is dt.datetime:
-        if not isinstance(value, str):
-            raise RecordError(f"{_at(where)}expected an ISO-8601 date and time, got {_describe(value)}")
-        try:
-            return parse_datetime(value)
-        except ValueError:
-            raise RecordError(
-                f"{_at(where)}expected an ISO-8601 date and time, got {_describe(value)}"
-            ) from None
+    if hint in _SCALAR_READERS:
+        return _SCALAR_READERS[hint](value, where)
     origin = typing.get_origin(hint)
     if origin in (tuple, list):
         if not isinstance(value, list):
             raise RecordError(f"{_at(where)}expected an array, got {_describe(value)}")
         item_hint = typing.get_args(hint)[0]
-        items = [_read_value(item_hint, item, f"{where}[{index}]") for index, item in enumerate(value)]
+        items = [
+            _read_value(item_hint, item, f"{where}[{index}]") for index, item in enumerate(value)
+        ]
         return tuple(items) if origin is tuple else items
     if origin in (dict, Mapping):
         if not isinstance(value, Mapping):
@@ -326,6 +306,51 @@ def _read_value(hint: Any, value: object, where: str) -> object:  # noqa: PLR091
             for key, item in value.items()
         }
     raise TypeError(f"records cannot hold a field of type {hint!r}")
+
+
+def _read_bool(value: object, where: str) -> object:
+    if not isinstance(value, bool):
+        raise RecordError(f"{_at(where)}expected true or false, got {_describe(value)}")
+    return value
+
+
+def _read_int(value: object, where: str) -> object:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"{_at(where)}expected an integer, got {_describe(value)}")
+    return value
+
+
+def _read_float(value: object, where: str) -> object:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise RecordError(f"{_at(where)}expected a number, got {_describe(value)}")
+    if not math.isfinite(value):
+        raise RecordError(f"{_at(where)}expected a finite number, got {_describe(value)}")
+    return float(value)
+
+
+def _read_str(value: object, where: str) -> object:
+    if not isinstance(value, str):
+        raise RecordError(f"{_at(where)}expected a string, got {_describe(value)}")
+    return value
+
+
+def _read_datetime(value: object, where: str) -> object:
+    message = f"{_at(where)}expected an ISO-8601 date and time, got {_describe(value)}"
+    if not isinstance(value, str):
+        raise RecordError(message)
+    try:
+        return parse_datetime(value)
+    except ValueError:
+        raise RecordError(message) from None
+
+
+_SCALAR_READERS: dict[Any, Any] = {
+    bool: _read_bool,
+    int: _read_int,
+    float: _read_float,
+    str: _read_str,
+    dt.datetime: _read_datetime,
+}
 
 
 def _type_name(hint: Any) -> str:

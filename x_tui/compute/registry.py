@@ -64,5 +64,7 @@ def load_backend(
         raise BackendUnavailableError(str(error)) from None
     backend = factory(dict(settings or {}))
     if not isinstance(backend, ComputeBackend):
-        raise TypeError(f"entry point '{entry.value}' built {type(backend).__name__}, not a backend")
+        raise TypeError(
+            f"entry point '{entry.value}' built {type(backend).__name__}, not a backend"
+        )
     return backend

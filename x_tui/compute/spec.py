@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.records import IGNORES_UNKNOWN_KEYS, JsonValue, RecordError, read_record
+from x_tui.compute.records import JsonValue, RecordError, read_record
 
 JOB_SPEC_VERSION = 2
 """The job spec layout this release writes and reads."""
@@ -43,9 +43,13 @@ def check_name(kind: str, name: str) -> None:
 
 def _check_timeout(owner: str, seconds: float) -> None:
     if isinstance(seconds, bool) or not isinstance(seconds, (int, float)):
-        raise ValueError(f"{owner} timeout must be a positive finite number of seconds, not {seconds!r}")
+        raise ValueError(
+            f"{owner} timeout must be a positive finite number of seconds, not {seconds!r}"
+        )
     if not math.isfinite(seconds) or seconds <= 0:
-        raise ValueError(f"{owner} timeout must be a positive finite number of seconds, not {seconds}")
+        raise ValueError(
+            f"{owner} timeout must be a positive finite number of seconds, not {seconds}"
+        )
 
 
 def _check_unique(kind: str, values: Iterable[str]) -> None:
@@ -115,7 +119,9 @@ class Resources:
                 or not math.isfinite(value)
                 or value <= 0
             ):
-                raise ValueError(f"the {name} request must be a positive finite number, not {value}")
+                raise ValueError(
+                    f"the {name} request must be a positive finite number, not {value}"
+                )
 
 
 class MountAccess(str, enum.Enum):
@@ -148,12 +154,16 @@ class Mount:
         """
         check_name("mount", self.name)
         if not isinstance(self.path, str) or not self.path.startswith("/") or self.path == "/":
-            raise ValueError(f"mount path {self.path!r} is not an absolute directory below the root")
+            raise ValueError(
+                f"mount path {self.path!r} is not an absolute directory below the root"
+            )
         normal = posixpath.normpath(self.path)
         if normal.startswith("//"):
             normal = "/" + normal.lstrip("/")
         if ".." in self.path.split("/") or normal == "/":
-            raise ValueError(f"mount path {self.path!r} is not an absolute directory below the root")
+            raise ValueError(
+                f"mount path {self.path!r} is not an absolute directory below the root"
+            )
         if normal != self.path:
             raise ValueError(f"mount path {self.path!r} is not normalised; write {normal!r}")
         if not isinstance(self.access, MountAccess):
@@ -209,7 +219,9 @@ class JaxRuntime:
                 f"runtime matmul_precision {self.matmul_precision!r} is not one of "
                 + ", ".join(map(repr, _MATMUL_PRECISIONS))
             )
-        if self.compilation_cache_dir is not None and not self.compilation_cache_dir.startswith("/"):
+        if self.compilation_cache_dir is not None and not self.compilation_cache_dir.startswith(
+            "/"
+        ):
             raise ValueError(
                 f"runtime compilation_cache_dir {self.compilation_cache_dir!r} is not absolute"
             )
@@ -364,7 +376,9 @@ def read_job_spec(data: Mapping[str, JsonValue]) -> JobSpec:
     return read_record(JobSpec, data)
 
 
-def example_tasks(paths: Iterable[Path], *, project: Path, timeout_seconds: float) -> tuple[Task, ...]:
+def example_tasks(
+    paths: Iterable[Path], *, project: Path, timeout_seconds: float
+) -> tuple[Task, ...]:
     """Make one task per example script, run by the project's interpreter from its root.
 
     Args:

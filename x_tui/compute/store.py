@@ -60,7 +60,7 @@ def new_run_id(job: str, *, now: dt.datetime | None = None) -> str:
         An id such as ``examples-20260919T120000Z-3f9a1c``.
     """
     check_name("job", job)
-    moment = (now or dt.datetime.now(dt.timezone.utc)).astimezone(dt.timezone.utc)
+    moment = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
     return f"{job}-{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"
 
 
@@ -86,7 +86,7 @@ def run_id_time(run_id: str) -> dt.datetime | None:
     if match is None:
         return None
     try:
-        return dt.datetime.strptime(match.group(1), "%Y%m%dT%H%M%S").replace(tzinfo=dt.timezone.utc)
+        return dt.datetime.strptime(match.group(1), "%Y%m%dT%H%M%S").replace(tzinfo=dt.UTC)
     except ValueError:
         return None
 

@@ -1,0 +1,274 @@
+"""Project, job and run operations: the one place the CLI and the TUI do them.
+
+Open a project (never raising for a bad configuration, so the UI can show the problem), plan a
+run of one of its jobs (resolve the spec, pick and build the backend, ask it what it would
+request), submit that plan and keep its handle, and rebuild the backend of a stored handle from
+the settings frozen into it, never from the project's current configuration.
+
+This module imports no Textual and no Rich. The configuration reader (tomlkit) and the backend
+registry (importlib.metadata) are imported only by the operations that need them, so the headless
+verbs that only read handles start fast.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol, cast
+
+from x_tui.compute.errors import BadRecordError, ConfigError, NoComputeTable, UserError
+from x_tui.compute.records import JsonValue
+from x_tui.compute.spec import JobSpec
+from x_tui.compute.store import RunHandle, RunStore, default_state_dir
+
+if TYPE_CHECKING:
+    from x_tui.compute.backend import ComputeBackend
+    from x_tui.compute.config import ComputeConfig
+
+PYPROJECT = "pyproject.toml"
+
+
+class _Planner(Protocol):
+    def plan(self, spec: JobSpec, *, project: Path) -> Mapping[str, JsonValue]: ...
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Project:
+    """A project directory and its compute configuration, or why it has none.
+
+    Attributes:
+        root: The project root; ``None`` outside a project.
+        config: Its ``[tool.substrax.compute]`` table; ``None`` when it cannot be read.
+        problem: Why there are no jobs (no pyproject.toml, no table, invalid TOML, an unknown
+            key...); ``None`` when the configuration was read.
+    """
+
+    root: Path | None
+    config: ComputeConfig | None
+    problem: UserError | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunPlan:
+    """A run that is ready to submit: the resolved job and the backend it goes to.
+
+    Attributes:
+        project: The resolved project root.
+        spec: The job, with any per-run overrides applied.
+        backend: The backend's registered name.
+        settings: The backend's settings table from the project's configuration.
+        provider_request: What the backend would ask its provider for, from its ``plan`` when it
+            declares ``Capability.PLAN``; ``None`` otherwise.
+    """
+
+    project: Path
+    spec: JobSpec
+    backend: str
+    settings: Mapping[str, JsonValue]
+    provider_request: Mapping[str, JsonValue] | None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobList:
+    """A project's jobs, each resolved on its own so one bad table does not hide the others.
+
+    Attributes:
+        specs: The jobs that resolve, by name, in the order the configuration lists them.
+        problems: Why each other job does not resolve, by name.
+    """
+
+    specs: Mapping[str, JobSpec] = field(default_factory=dict)
+    problems: Mapping[str, UserError] = field(default_factory=dict)
+
+
+def locate_project(start: Path | None = None) -> Path | None:
+    """The nearest directory at or above ``start`` that holds a ``pyproject.toml``.
+
+    Args:
+        start: Where to start; the current directory when ``None``.
+
+    Returns:
+        That directory, resolved, or ``None`` when there is none up to the root.
+    """
+    here = (start if start is not None else Path.cwd()).resolve()
+    for directory in (here, *here.parents):
+        if (directory / PYPROJECT).is_file():
+            return directory
+    return None
+
+
+def open_project(root: Path | None) -> Project:
+    """Read a project's compute configuration, keeping the error instead of raising it.
+
+    Args:
+        root: The project root; ``None`` outside a project.
+
+    Returns:
+        The project; its ``problem`` says why ``config`` is ``None``.
+    """
+    if root is None:
+        return Project(
+            root=None,
+            config=None,
+            problem=NoComputeTable(
+                f"no {PYPROJECT} in this directory or any above it; pass --project DIR"
+            ),
+        )
+    from x_tui.compute.config import read_compute_config
+
+    resolved = root.resolve()
+    try:
+        config = read_compute_config(resolved)
+    except UserError as error:
+        return Project(root=resolved, config=None, problem=error)
+    return Project(root=resolved, config=config, problem=None)
+
+
+def _require_config(project: Project) -> tuple[Path, ComputeConfig]:
+    if project.problem is not None:
+        raise project.problem
+    if project.root is None or project.config is None:
+        raise NoComputeTable(f"no {PYPROJECT} in this directory or any above it")
+    return project.root, project.config
+
+
+def list_jobs(project: Project) -> JobList:
+    """Resolve every configured job of a project, each on its own.
+
+    Args:
+        project: The project.
+
+    Returns:
+        The jobs that resolve and, for each other one, the reason.
+
+    Raises:
+        UserError: The project's ``problem``, when it has one.
+    """
+    from x_tui.compute.config import resolve_job
+
+    root, config = _require_config(project)
+    specs: dict[str, JobSpec] = {}
+    problems: dict[str, UserError] = {}
+    for name in config.jobs:
+        try:
+            specs[name] = resolve_job(config, name, project=root)
+        except UserError as error:
+            problems[name] = error
+    return JobList(specs=specs, problems=problems)
+
+
+def plan_run(
+    project: Project,
+    job: str,
+    *,
+    backend: str | None = None,
+    accelerator: str | None = None,
+) -> RunPlan:
+    """Resolve a job and the backend it would run on, without submitting anything.
+
+    Args:
+        project: The project.
+        job: The job's name.
+        backend: The backend's name; the configuration's ``backend`` when ``None``.
+        accelerator: ``KIND`` or ``KIND:COUNT``, replacing the configured accelerator.
+
+    Returns:
+        The plan.
+
+    Raises:
+        NoComputeTable: If the project has no compute table (or no pyproject.toml).
+        ConfigError: If the configuration, the job's table, the accelerator or the backend's
+            settings cannot be used, or no backend is named; the message names the file and key.
+        UnknownJobError: If no such job is configured.
+        UnknownBackendError: If no such backend is registered.
+        BackendUnavailableError: If the backend's module cannot be imported.
+    """
+    from x_tui.compute.backend import Capability, capabilities_of
+    from x_tui.compute.config import parse_accelerator, resolve_job
+
+    root, config = _require_config(project)
+    chosen = parse_accelerator(accelerator) if accelerator is not None else None
+    spec = resolve_job(config, job, project=root, accelerator=chosen)
+    name = backend if backend is not None else config.backend
+    if name is None:
+        raise ConfigError(f"{config.where()} no backend: pass --backend or set 'backend' here")
+    settings = dict(config.backend_settings(name))
+    built = _build_backend(name, settings, where=config.where("backends", name))
+    request: Mapping[str, JsonValue] | None = None
+    if Capability.PLAN in capabilities_of(built):
+        planner = cast(_Planner, built)
+        request = planner.plan(spec, project=root)
+    return RunPlan(
+        project=root, spec=spec, backend=name, settings=settings, provider_request=request
+    )
+
+
+def submit_run(plan: RunPlan, *, store: RunStore | None = None) -> RunHandle:
+    """Submit a planned run and keep its handle.
+
+    Args:
+        plan: The plan, from :func:`plan_run`.
+        store: Where to keep the handle; the default store when ``None``.
+
+    Returns:
+        The run's handle, already saved.
+
+    Raises:
+        UserError: If the backend refuses the run (its message says why).
+    """
+    built = _build_backend(plan.backend, plan.settings, where=f"backend {plan.backend!r}")
+    handle = built.submit(plan.spec, project=plan.project)
+    (store if store is not None else RunStore()).save(handle)
+    return handle
+
+
+def backend_for(handle: RunHandle) -> ComputeBackend:
+    """Rebuild the backend of a stored run from the settings frozen into its handle.
+
+    Args:
+        handle: The run's handle.
+
+    Returns:
+        The backend, built from ``handle.settings``, never from the project's configuration.
+
+    Raises:
+        UnknownBackendError: If the handle's backend is not registered here.
+        BackendUnavailableError: If its module cannot be imported.
+        BadRecordError: If the backend refuses the handle's settings.
+    """
+    from x_tui.compute.errors import BackendUnavailableError, UnknownBackendError
+    from x_tui.compute.registry import load_backend
+
+    try:
+        return load_backend(handle.backend, handle.settings)
+    except (UnknownBackendError, BackendUnavailableError):
+        raise
+    except (ValueError, LookupError) as error:
+        raise BadRecordError(
+            f"run {handle.run_id}: its {handle.backend} settings are refused: {error}"
+        ) from None
+
+
+def fetch_root() -> Path:
+    """Where runs' outputs are fetched to when no destination is given.
+
+    Returns:
+        ``<default_state_dir>/compute/fetched``, never a directory of the project.
+    """
+    return default_state_dir() / "compute" / "fetched"
+
+
+def _build_backend(name: str, settings: Mapping[str, JsonValue], *, where: str) -> ComputeBackend:
+    from x_tui.compute.errors import BackendUnavailableError, UnknownBackendError
+    from x_tui.compute.registry import load_backend
+
+    try:
+        return load_backend(name, settings)
+    except (UnknownBackendError, BackendUnavailableError):
+        raise
+    except (ValueError, LookupError) as error:
+        message = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
+        if not message.startswith(where.partition(":")[0]):
+            message = f"{where} {message}"
+        raise ConfigError(message) from None

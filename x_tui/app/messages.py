@@ -1,0 +1,87 @@
+"""The messages the run monitor posts to the app, which forwards them to its screens.
+
+Workers (the monitor's watcher and poller threads, the service's calls) never touch widgets: they
+post one of these, and the screen that receives it updates its own widgets. Each message is a
+small dataclass so a test can assert on what was posted (``run_test(message_hook=...)``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from textual.message import Message
+
+from x_tui.compute.backend import RunState
+from x_tui.compute.operations import Project
+from x_tui.compute.store import StoredRuns
+
+
+@dataclass
+class RunsChanged(Message):
+    """The run store changed: a handle was added, rewritten or removed, or became unreadable.
+
+    Attributes:
+        stored: Everything the store holds now (handles newest first, unreadable records by path).
+        complete: ``False`` while the store is still being read at start-up (the newest records
+            come first, so the first screenful shows before the rest is read).
+    """
+
+    stored: StoredRuns
+    complete: bool = True
+
+
+@dataclass
+class RunStateChanged(Message):
+    """A run's state, as its backend reports it, is not what it was last seen as.
+
+    Attributes:
+        run_id: The run.
+        state: Its state now.
+    """
+
+    run_id: str
+    state: RunState
+
+
+@dataclass
+class RunStatusFailed(Message):
+    """A run's backend could not say where the run is (an error, or no answer in time).
+
+    Attributes:
+        run_id: The run.
+        reason: The backend's message (untrusted text: show it through ``safe_text``).
+    """
+
+    run_id: str
+    reason: str
+
+
+@dataclass
+class ConfigChanged(Message):
+    """The project's ``pyproject.toml`` changed and was read again.
+
+    Attributes:
+        project: The project as it reads now (``project.problem`` says why it has no jobs).
+    """
+
+    project: Project
+
+
+def copy_message(message: Message) -> Message:
+    """A fresh copy of one of this module's messages, so it can be posted to a second target.
+
+    Args:
+        message: A message defined in this module.
+
+    Returns:
+        A new message with the same fields (a posted message keeps per-delivery state).
+    """
+    if isinstance(message, RunsChanged):
+        return RunsChanged(message.stored, message.complete)
+    if isinstance(message, RunStateChanged):
+        return RunStateChanged(message.run_id, message.state)
+    if isinstance(message, RunStatusFailed):
+        return RunStatusFailed(message.run_id, message.reason)
+    if isinstance(message, ConfigChanged):
+        return ConfigChanged(message.project)
+    raise TypeError(f"not a monitor message: {type(message).__name__}")

@@ -1,0 +1,438 @@
+"""The one place the UI calls the engine: projects, the run store and every backend call.
+
+Every method here may block, so the UI calls them from thread workers only, never on the event
+loop. Each backend call runs in a thread of its own with a deadline: a call that has not answered
+in time is reported as a :class:`~x_tui.compute.errors.ProviderError` naming the backend, and its
+thread is abandoned (a daemon thread, never joined), so a hung provider cannot hang the UI or
+the worker that asked. Backends rebuilt from run handles are cached per (backend, settings).
+
+This module imports no Textual: a screen gets the service from ``app.service`` and runs its calls
+in ``run_worker(..., thread=True)``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, TypeVar, cast
+
+from x_tui.compute import operations
+from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, RunState, capabilities_of
+from x_tui.compute.errors import ProviderError, UserError
+from x_tui.compute.manifest import MANIFEST_NAME
+from x_tui.compute.operations import JobList, Project, RunPlan
+from x_tui.compute.store import RunHandle, RunStore, StoredRuns, default_state_dir
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Deadlines:
+    """Seconds each kind of backend call may take before it is reported as not answering.
+
+    Attributes:
+        status: ``status(handle)``, polled by the run monitor.
+        plan: Resolving a job and asking the backend what it would request.
+        submit: Submitting a run (a provider may build an image first).
+        cancel: Cancelling a run.
+        fetch: Copying a run's outputs here.
+        peek: Reading one file of a running run's outputs.
+        logs: Opening a run's log stream (the stream itself may then run for as long as the run).
+    """
+
+    status: float = 10.0
+    plan: float = 60.0
+    submit: float = 120.0
+    cancel: float = 60.0
+    fetch: float = 1800.0
+    peek: float = 20.0
+    logs: float = 30.0
+
+
+class _LocalFiles(Protocol):
+    def run_files(self, handle: RunHandle) -> RunFiles: ...
+
+
+class _Peeks(Protocol):
+    def peek(self, handle: RunHandle, path: str) -> bytes | str | None: ...
+
+
+def call_with_deadline(call: Callable[[], T], *, seconds: float, backend: str, what: str) -> T:
+    """Run ``call`` in a daemon thread and wait for it at most ``seconds``.
+
+    Args:
+        call: The blocking call.
+        seconds: How long to wait.
+        backend: The backend's name, for the message.
+        what: What the call does (``"status"``, ``"submit"``...), for the message.
+
+    Returns:
+        What ``call`` returned.
+
+    Raises:
+        ProviderError: If ``call`` did not return in time; its thread is left to finish alone.
+        Exception: Whatever ``call`` raised, as it raised it.
+    """
+    outcome: list[tuple[bool, object]] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:
+            outcome.append((False, error))
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name=f"x-tui {backend} {what}", daemon=True).start()
+    if not done.wait(seconds):
+        raise ProviderError(f"backend '{backend}': {what} did not answer within {seconds:g} s")
+    succeeded, value = outcome[0]
+    if succeeded:
+        return cast(T, value)
+    raise cast(BaseException, value)
+
+
+@dataclass(kw_only=True, slots=True)
+class SpoolState:
+    """How the copy of a remote run's log into a local file is going.
+
+    Attributes:
+        path: The local file the log lines are appended to.
+        finished: Whether the backend's log stream has ended.
+        error: Why the stream stopped early, if it did (untrusted text).
+        lines: How many lines were copied so far.
+    """
+
+    path: Path
+    finished: bool = False
+    error: str | None = None
+    lines: int = 0
+
+
+class Service:
+    """The engine as the UI sees it; every method may block (call it from a thread worker)."""
+
+    def __init__(
+        self,
+        *,
+        store: RunStore | None = None,
+        state_dir: Path | None = None,
+        deadlines: Deadlines | None = None,
+    ) -> None:
+        """Serve runs from ``store``, spooling remote logs under ``state_dir``.
+
+        Args:
+            store: The run store; the default state directory's when ``None``.
+            state_dir: The state directory; ``default_state_dir()`` when ``None``.
+            deadlines: Seconds each kind of backend call may take.
+        """
+        self.state_dir = state_dir if state_dir is not None else default_state_dir()
+        self.store = store if store is not None else RunStore(self.state_dir / "compute" / "runs")
+        self.deadlines = deadlines or Deadlines()
+        self._backends: dict[tuple[str, str], ComputeBackend] = {}
+        self._lock = threading.Lock()
+        self._spools: dict[str, SpoolState] = {}
+
+    @property
+    def logs_dir(self) -> Path:
+        """Where remote runs' logs are spooled: ``<state>/x-tui/logs``."""
+        return self.state_dir / "x-tui" / "logs"
+
+    # Projects -------------------------------------------------------------------------------
+
+    def open_project(self, root: Path | None) -> Project:
+        """Read the project at ``root`` (never raises for a bad config: the project keeps it).
+
+        Args:
+            root: The project root; ``None`` outside a project.
+
+        Returns:
+            The project, with ``problem`` set when its job list is empty for a reason.
+        """
+        return operations.open_project(root)
+
+    def list_jobs(self, project: Project) -> JobList:
+        """Resolve each configured job of ``project`` on its own, so one broken job hides none.
+
+        Args:
+            project: The project.
+
+        Returns:
+            The jobs that resolve and, for each other one, the reason (empty when the project
+            has no configuration: its ``problem`` says why).
+        """
+        if project.problem is not None or project.config is None:
+            return JobList()
+        return operations.list_jobs(project)
+
+    def plan(
+        self,
+        project: Project,
+        job: str,
+        *,
+        backend: str | None = None,
+        accelerator: str | None = None,
+    ) -> RunPlan:
+        """Resolve ``job`` and ask its backend what it would request.
+
+        Args:
+            project: The project.
+            job: The job's name.
+            backend: The backend to run on; the project's default when ``None``.
+            accelerator: Replaces the configured accelerator (``KIND`` or ``KIND:COUNT``).
+
+        Returns:
+            The plan, ready for :meth:`submit`.
+
+        Raises:
+            UserError: If the job, backend or accelerator cannot be used (the message says why).
+            ProviderError: If the backend did not answer within the plan deadline.
+        """
+        name = backend or (project.config.backend if project.config else None) or "backend"
+        return call_with_deadline(
+            lambda: operations.plan_run(project, job, backend=backend, accelerator=accelerator),
+            seconds=self.deadlines.plan,
+            backend=name,
+            what="plan",
+        )
+
+    def submit(self, plan: RunPlan) -> RunHandle:
+        """Submit a planned run and save its handle in the store.
+
+        Args:
+            plan: What :meth:`plan` returned.
+
+        Returns:
+            The run's handle.
+
+        Raises:
+            UserError: If the backend refuses the run.
+            ProviderError: If the backend did not answer within the submit deadline.
+        """
+        return call_with_deadline(
+            lambda: operations.submit_run(plan, store=self.store),
+            seconds=self.deadlines.submit,
+            backend=plan.backend,
+            what="submit",
+        )
+
+    # Runs -----------------------------------------------------------------------------------
+
+    def read_runs(self) -> StoredRuns:
+        """Every stored handle, newest first, and each unreadable record with the reason."""
+        return self.store.read_all()
+
+    def backend(self, handle: RunHandle) -> ComputeBackend:
+        """The backend of ``handle``, built from the settings it was submitted with (cached).
+
+        Raises:
+            UserError: If that backend is not installed or refuses the settings.
+        """
+        key = (handle.backend, frozen_settings(handle.settings))
+        with self._lock:
+            cached = self._backends.get(key)
+        if cached is not None:
+            return cached
+        built = operations.backend_for(handle)
+        with self._lock:
+            return self._backends.setdefault(key, built)
+
+    def status(self, handle: RunHandle) -> RunState:
+        """Where the run is now, as its backend says.
+
+        Raises:
+            UserError: If the backend cannot be built.
+            ProviderError: If it did not answer within the status deadline.
+        """
+        backend = self.backend(handle)
+        return call_with_deadline(
+            lambda: backend.status(handle),
+            seconds=self.deadlines.status,
+            backend=handle.backend,
+            what=f"status of {handle.run_id}",
+        )
+
+    def cancel(self, handle: RunHandle) -> None:
+        """Stop the run (a run that already ended is left as it is).
+
+        Raises:
+            UserError: If the backend cannot be built.
+            ProviderError: If it did not answer within the cancel deadline.
+        """
+        backend = self.backend(handle)
+        call_with_deadline(
+            lambda: backend.cancel(handle),
+            seconds=self.deadlines.cancel,
+            backend=handle.backend,
+            what=f"cancel of {handle.run_id}",
+        )
+
+    def fetch(self, handle: RunHandle, destination: Path | None = None) -> Path:
+        """Copy the run's outputs to ``destination / run_id``.
+
+        Args:
+            handle: The run.
+            destination: Where to copy to; ``operations.fetch_root()`` when ``None``.
+
+        Returns:
+            The copy's directory.
+
+        Raises:
+            UserError: If the backend cannot be built.
+            ProviderError: If it did not finish within the fetch deadline.
+        """
+        backend = self.backend(handle)
+        target = destination if destination is not None else operations.fetch_root()
+        return call_with_deadline(
+            lambda: backend.fetch(handle, target),
+            seconds=self.deadlines.fetch,
+            backend=handle.backend,
+            what=f"fetch of {handle.run_id}",
+        )
+
+    def run_files(self, handle: RunHandle) -> RunFiles | None:
+        """Where the run's log and outputs are on this machine, for a backend that keeps them here.
+
+        Returns:
+            The files, or ``None`` when the backend keeps them remotely.
+
+        Raises:
+            UserError: If the backend cannot be built.
+        """
+        backend = self.backend(handle)
+        if Capability.LOCAL_FILES not in capabilities_of(backend):
+            return None
+        return cast(_LocalFiles, backend).run_files(handle)
+
+    def peek(self, handle: RunHandle, relative: str) -> bytes | None:
+        """Read one file of the run's outputs (``manifest.json``, ``<task>/stdout.log``...).
+
+        Args:
+            handle: The run.
+            relative: The file's path under the run's outputs.
+
+        Returns:
+            Its bytes, or ``None`` when it does not exist (yet) or the backend cannot peek.
+
+        Raises:
+            UserError: If the backend cannot be built.
+            ProviderError: If the backend did not answer within the peek deadline.
+        """
+        files = self.run_files(handle)
+        if files is not None:
+            path = files.outputs / relative
+            if not path.resolve().is_relative_to(files.outputs.resolve()):
+                return None
+            try:
+                return path.read_bytes()
+            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                return None
+        backend = self.backend(handle)
+        if Capability.PEEK not in capabilities_of(backend):
+            return None
+        data = call_with_deadline(
+            lambda: cast(_Peeks, backend).peek(handle, relative),
+            seconds=self.deadlines.peek,
+            backend=handle.backend,
+            what=f"peek at {relative}",
+        )
+        return data.encode("utf-8") if isinstance(data, str) else data
+
+    def ended_at_hint(self, handle: RunHandle) -> float | None:
+        """When a finished run ended, as its local files tell (an epoch time), if they do.
+
+        Returns:
+            The modification time of its manifest (else its log), or ``None`` for a remote run.
+        """
+        try:
+            files = self.run_files(handle)
+        except UserError:
+            return None
+        if files is None:
+            return None
+        for path in (files.outputs / MANIFEST_NAME, files.worker_log):
+            try:
+                return path.stat().st_mtime
+            except OSError:
+                continue
+        return None
+
+    # Logs -----------------------------------------------------------------------------------
+
+    def log_path(self, handle: RunHandle) -> Path:
+        """The local file that holds the run's combined log, spooling it first if it is remote.
+
+        A local run's log is the file its backend names; a remote run's lines are copied by a
+        daemon thread into ``<state>/x-tui/logs/<run_id>.log`` as the backend yields them (once
+        per run and process; a finished, fully copied log is not copied again).
+
+        Returns:
+            The file (it may not exist yet, or still be growing).
+
+        Raises:
+            UserError: If the backend cannot be built.
+        """
+        files = self.run_files(handle)
+        if files is not None:
+            return files.worker_log
+        return self._spool(handle).path
+
+    def spool_state(self, run_id: str) -> SpoolState | None:
+        """How the spooling of a remote run's log is going, or ``None`` if it was never started."""
+        with self._lock:
+            return self._spools.get(run_id)
+
+    def _spool(self, handle: RunHandle) -> SpoolState:
+        path = self.logs_dir / f"{handle.run_id}.log"
+        done_marker = path.with_suffix(".done")
+        with self._lock:
+            existing = self._spools.get(handle.run_id)
+            if existing is not None and existing.error is None:
+                return existing
+            state = SpoolState(path=path)
+            if done_marker.exists() and path.exists():
+                state.finished = True
+                self._spools[handle.run_id] = state
+                return state
+            self._spools[handle.run_id] = state
+        backend = self.backend(handle)
+        thread = threading.Thread(
+            target=self._copy_log,
+            args=(backend, handle, state, done_marker),
+            name=f"x-tui spool {handle.run_id}",
+            daemon=True,
+        )
+        thread.start()
+        return state
+
+    def _copy_log(
+        self, backend: ComputeBackend, handle: RunHandle, state: SpoolState, done_marker: Path
+    ) -> None:
+        state.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lines: Iterator[str] = call_with_deadline(
+                lambda: iter(backend.logs(handle, follow=True)),
+                seconds=self.deadlines.logs,
+                backend=handle.backend,
+                what=f"logs of {handle.run_id}",
+            )
+            with state.path.open("w", encoding="utf-8", errors="replace") as out:
+                for line in lines:
+                    out.write(line.rstrip("\n") + "\n")
+                    out.flush()
+                    state.lines += 1
+        except Exception as error:  # a provider's stream failing is shown, not raised
+            state.error = str(error) or type(error).__name__
+        else:
+            done_marker.touch()
+        finally:
+            state.finished = True
+
+
+def frozen_settings(settings: Mapping[str, object]) -> str:
+    """The canonical text of a settings table, the key backends are cached under."""
+    return json.dumps(dict(settings), sort_keys=True, default=str)

@@ -19,7 +19,14 @@ import tomlkit
 import tomlkit.exceptions
 
 from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError
-from x_tui.compute.records import JsonValue, RecordError, read_record
+from x_tui.compute.records import JsonValue, RecordError, dump_record, read_record
+from x_tui.compute.resources import (
+    ResourceError,
+    ResourceRequest,
+    parse_accelerators,
+    parse_duration,
+    read_resources_table,
+)
 from x_tui.compute.spec import Accelerator, JobSpec, Task, discover_examples, example_tasks
 
 PYPROJECT = "pyproject.toml"
@@ -140,6 +147,20 @@ def did_you_mean(key: str, accepted: tuple[str, ...] | list[str]) -> str:
     return f"{hint} (accepted: {', '.join(accepted)})"
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ResolvedJob:
+    """A configured job, resolved: the spec substrax reads, and what x-tui reads beyond it.
+
+    Attributes:
+        spec: The spec written to ``spec.json``; its resources are ``request.to_resources()``.
+        request: The resources as the table (or ``--accelerator``) asked for them: accelerator
+            alternatives, ``exact``, the node count and a CPU total, which no spec key holds.
+    """
+
+    spec: JobSpec
+    request: ResourceRequest
+
+
 def resolve_job(
     config: ComputeConfig,
     name: str,
@@ -153,15 +174,48 @@ def resolve_job(
         config: The project's configuration.
         name: The job.
         project: The project root.
-        accelerator: Replaces the configured accelerator for this run.
+        accelerator: Replaces the configured accelerator for this run, as substrax's
+            ``--accelerator`` does (see :func:`resolve_request` for the whole grammar).
 
     Returns:
-        The spec.
+        The spec: ``resolve_request(...).spec``.
 
     Raises:
         UnknownJobError: If the job is not configured; the message lists the configured ones.
         ConfigError: If a key of the job's table is unknown or a value of the wrong type, or an
             examples directory does not exist.
+    """
+    spec = resolve_request(config, name, project=project).spec
+    if accelerator is not None:
+        spec = replace(spec, resources=replace(spec.resources, accelerator=accelerator))
+    return spec
+
+
+def resolve_request(
+    config: ComputeConfig,
+    name: str,
+    *,
+    project: Path,
+    accelerator: str | None = None,
+) -> ResolvedJob:
+    """Resolve a configured job: its spec, listing its examples now, and its resource request.
+
+    Args:
+        config: The project's configuration.
+        name: The job.
+        project: The project root.
+        accelerator: Replaces the configured accelerator for this run, in the grammar of
+            :func:`~x_tui.compute.resources.parse_accelerators`, alternatives separated by
+            commas (``"H100:8,A100-80GB:8"``); CPU and memory stay as configured.
+
+    Returns:
+        The spec and the request.
+
+    Raises:
+        UnknownJobError: If the job is not configured; the message lists the configured ones.
+        ConfigError: If a key of the job's table is unknown or a value of the wrong type, or an
+            examples directory does not exist; the message names the file, table and key.
+        ResourceError: If ``accelerator`` is refused; the message names it and the accepted forms.
     """
     if name not in config.jobs:
         configured = ", ".join(sorted(config.jobs)) or "none"
@@ -171,17 +225,46 @@ def resolve_job(
     for key in table:
         if key not in _JOB_KEYS:
             raise ConfigError(f"{where} unknown key {key!r}{did_you_mean(key, _JOB_KEYS)}")
-    tasks = _tasks(config, name, table, project=project)
+    timeout = _seconds(where, "timeout_seconds", table.get("timeout_seconds"))
+    if timeout is None:
+        raise ConfigError(f"{where} missing required key 'timeout_seconds'")
+    task_timeout = _seconds(where, "task_timeout_seconds", table.get("task_timeout_seconds"))
+    tasks = _tasks(config, name, table, project=project, budget=float(task_timeout or timeout))
     spec_table = {key: value for key, value in table.items() if key in _SPEC_KEYS}
     spec_table["name"] = name
     spec_table["tasks"] = [_task_json(task) for task in tasks]
+    spec_table["timeout_seconds"] = timeout
+    request = ResourceRequest()
+    if "resources" in table:
+        try:
+            request = read_resources_table(table["resources"])
+        except ResourceError as error:
+            raise ConfigError(f"{where} {error}") from None
+        spec_table["resources"] = dump_record(request.to_resources())
     try:
         spec = read_record(JobSpec, spec_table)
     except RecordError as error:
         raise ConfigError(f"{where} {error}") from None
     if accelerator is not None:
-        spec = replace(spec, resources=replace(spec.resources, accelerator=accelerator))
-    return spec
+        request = replace(request, accelerator=parse_accelerators(accelerator))
+        spec = replace(spec, resources=request.to_resources())
+    return ResolvedJob(spec=spec, request=request)
+
+
+def _seconds(where: str, key: str, value: object) -> float | None:
+    """A number as it is (substrax's form), a duration string in seconds, ``None`` when unset."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return value
+    if not isinstance(value, str):
+        raise ConfigError(
+            f"{where} {key}: expected a number of seconds or a duration such as '6h', got {value!r}"
+        )
+    try:
+        return parse_duration(value)
+    except ResourceError as error:
+        raise ConfigError(f"{where} {key}: {error}") from None
 
 
 def _task_json(task: Task) -> dict[str, JsonValue]:
@@ -189,20 +272,9 @@ def _task_json(task: Task) -> dict[str, JsonValue]:
 
 
 def _tasks(
-    config: ComputeConfig, job: str, table: dict[str, Any], *, project: Path
+    config: ComputeConfig, job: str, table: dict[str, Any], *, project: Path, budget: float
 ) -> tuple[Task, ...]:
     where = config.where("jobs", job)
-    timeout = table.get("timeout_seconds")
-    if timeout is None:
-        raise ConfigError(f"{where} missing required key 'timeout_seconds'")
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise ConfigError(f"{where} timeout_seconds: expected a number, got {timeout!r}")
-    task_timeout = table.get("task_timeout_seconds")
-    if task_timeout is not None and (
-        isinstance(task_timeout, bool) or not isinstance(task_timeout, (int, float))
-    ):
-        raise ConfigError(f"{where} task_timeout_seconds: expected a number, got {task_timeout!r}")
-    budget = float(task_timeout or timeout)
     examples = table.get("examples", [])
     if not isinstance(examples, list) or not all(isinstance(item, str) for item in examples):
         raise ConfigError(f"{where} examples: expected an array of strings, got {examples!r}")

@@ -1,0 +1,98 @@
+"""A modal yes/no question asked before an action that cannot be undone (cancel, re-run).
+
+The question names what the action touches (a run id, a job) and is shown as plain text, never
+as markup. ``No`` has the focus, so a stray ``enter`` does nothing harmful; ``y`` confirms and
+``n`` or ``escape`` declines. The screen is dismissed with ``True`` only when the user confirmed.
+"""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical
+from textual.screen import ModalScreen
+from textual.widgets import Button, Static
+
+
+class ConfirmScreen(ModalScreen[bool]):
+    """Ask one question; dismiss with ``True`` when the user confirms.
+
+    | Key | Description |
+    | :- | :- |
+    | y | Confirm. |
+    | n, escape | Decline. |
+    """
+
+    BINDINGS = [
+        Binding("y", "confirm", "Yes"),
+        Binding("n", "decline", "No"),
+        Binding("escape", "decline", "No", show=False),
+    ]
+
+    DEFAULT_CSS = """
+    ConfirmScreen {
+        align: center middle;
+        background: $background 60%;
+    }
+    ConfirmScreen > #confirm-dialog {
+        width: 64;
+        max-width: 100%;
+        height: auto;
+        border: thick $warning;
+        background: $surface;
+        padding: 1 2;
+    }
+    ConfirmScreen #confirm-question {
+        width: 100%;
+        margin-bottom: 1;
+    }
+    ConfirmScreen #confirm-buttons {
+        width: 100%;
+        height: auto;
+        align-horizontal: right;
+    }
+    ConfirmScreen Button {
+        margin-left: 2;
+    }
+    """
+
+    def __init__(self, question: Text, *, confirm_label: str, danger: bool = True) -> None:
+        """Build the question.
+
+        Args:
+            question: What is asked, already built as plain ``Text`` (see ``safe_text``).
+            confirm_label: The confirming button's label, such as ``"Cancel run"``.
+            danger: Whether to show the confirming button in the error colour.
+        """
+        super().__init__()
+        self._question = question
+        self._confirm_label = confirm_label
+        self._danger = danger
+
+    def compose(self) -> ComposeResult:
+        """Lay out the question and the two buttons, ``No`` first in focus order."""
+        with Vertical(id="confirm-dialog"):
+            yield Static(self._question, id="confirm-question")
+            with Horizontal(id="confirm-buttons"):
+                yield Button(
+                    Text(f"{self._confirm_label} (y)"),
+                    id="confirm-yes",
+                    variant="error" if self._danger else "primary",
+                )
+                yield Button(Text("No (n)"), id="confirm-no", variant="default")
+
+    def on_mount(self) -> None:
+        """Give ``No`` the focus so ``enter`` alone never confirms."""
+        self.query_one("#confirm-no", Button).focus()
+
+    @on(Button.Pressed, "#confirm-yes")
+    def action_confirm(self) -> None:
+        """Confirm: dismiss with ``True``."""
+        self.dismiss(True)
+
+    @on(Button.Pressed, "#confirm-no")
+    def action_decline(self) -> None:
+        """Decline: dismiss with ``False``."""
+        self.dismiss(False)

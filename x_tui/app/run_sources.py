@@ -1,0 +1,386 @@
+"""What a run's files say, read from wherever they are: this machine, a peek, or a fetched copy.
+
+The run screen shows a run's manifest, device probe failure, retries and spec, and each task's
+logs. Where those files are depends on the backend: a local run keeps them here (the backend
+names them); a remote backend that can peek reads them one by one while the run goes on; once a
+run is fetched, the copy under ``operations.fetch_root()`` holds them all. This module reads them
+from the best of those places, blocking (call it from a thread worker), and never touches a
+widget. It imports no Textual.
+
+``<outputs>/attempts.json`` (x-tui's own record of retried tasks, beside substrax's manifest,
+which it does not change) is read as ``{"schema_version": 1, "tasks": {"<task>": [<attempt>,
+...]}}`` where each attempt is ``{"attempt": n, "status": "...", "returncode": int | null,
+"seconds": float}``; earlier attempts' logs are ``<outputs>/attempts/<task>/<n>/stdout.log`` and
+``stderr.log``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from x_tui.app.service import Service
+from x_tui.compute import operations
+from x_tui.compute.backend import SPEC_NAME, RunFiles
+from x_tui.compute.errors import UserError
+from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
+from x_tui.compute.records import RecordError
+from x_tui.compute.spec import JobSpec, check_name, read_job_spec
+from x_tui.compute.store import RunHandle, backend_state_dir
+
+ATTEMPTS_NAME = "attempts.json"
+"""x-tui's record of retried tasks, at the top of a run's outputs."""
+
+ATTEMPTS_DIR = "attempts"
+"""Where earlier attempts' logs are kept: ``<outputs>/attempts/<task>/<n>/``."""
+
+STREAMS = ("stdout", "stderr")
+"""A task's two log streams, each ``<task>/<stream>.log``."""
+
+MAX_DEVICES_LOG = 64 * 1024
+"""At most this much of ``devices.log`` is shown (its start, where the probe's error is)."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Attempt:
+    """One earlier try of a retried task.
+
+    Attributes:
+        number: Which try (1 is the first).
+        status: How it ended, as recorded (``failed``, ``timed-out``...).
+        returncode: Its exit code, when it had one.
+        seconds: How long it ran, when recorded.
+    """
+
+    number: int
+    status: str = "unknown"
+    returncode: int | None = None
+    seconds: float | None = None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunSnapshot:
+    """What a run's files said when they were last read.
+
+    Attributes:
+        manifest: The manifest, or ``None`` when there is none yet (or it cannot be read).
+        manifest_problem: Why the manifest cannot be read, when it cannot.
+        devices_log: The device probe's failure text, when the probe failed.
+        attempts: Each retried task's earlier attempts, oldest first.
+        attempts_problem: Why ``attempts.json`` cannot be read, when it cannot.
+        source: Where these files were read from, for the user (``"this machine"``...).
+        reachable: Whether the files could be read at all (a remote run without peek or a
+            fetched copy has none to read).
+    """
+
+    manifest: JobManifest | None = None
+    manifest_problem: str | None = None
+    devices_log: str | None = None
+    attempts: Mapping[str, tuple[Attempt, ...]] = field(default_factory=dict)
+    attempts_problem: str | None = None
+    source: str = ""
+    reachable: bool = True
+
+
+def read_attempts(text: str | bytes) -> dict[str, tuple[Attempt, ...]]:
+    """Read ``attempts.json``.
+
+    Args:
+        text: The file's content.
+
+    Returns:
+        Each task's earlier attempts, oldest first.
+
+    Raises:
+        RecordError: If it is not JSON of the documented form; the message says what is wrong.
+    """
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise RecordError(f"{ATTEMPTS_NAME}: not JSON ({error})") from None
+    tasks = data.get("tasks") if isinstance(data, dict) else None
+    if not isinstance(tasks, dict):
+        raise RecordError(f"{ATTEMPTS_NAME}: expected an object with a 'tasks' object")
+    attempts: dict[str, tuple[Attempt, ...]] = {}
+    for task, records in tasks.items():
+        try:
+            check_name("task", task)
+        except ValueError as error:
+            raise RecordError(f"{ATTEMPTS_NAME}: {error}") from None
+        if not isinstance(records, list):
+            raise RecordError(f"{ATTEMPTS_NAME}: tasks.{task}: expected an array")
+        attempts[task] = tuple(
+            _attempt(task, index, record) for index, record in enumerate(records, start=1)
+        )
+    return attempts
+
+
+def _attempt(task: str, index: int, record: object) -> Attempt:
+    where = f"{ATTEMPTS_NAME}: tasks.{task}[{index - 1}]"
+    if not isinstance(record, dict):
+        raise RecordError(f"{where}: expected an object")
+    number = record.get("attempt", index)
+    status = record.get("status", "unknown")
+    code = record.get("returncode")
+    seconds = record.get("seconds")
+    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
+        raise RecordError(f"{where}.attempt: expected a positive integer, got {number!r}")
+    if not isinstance(status, str):
+        raise RecordError(f"{where}.status: expected a string, got {status!r}")
+    if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
+        raise RecordError(f"{where}.returncode: expected an integer or null, got {code!r}")
+    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
+        raise RecordError(f"{where}.seconds: expected a number or null, got {seconds!r}")
+    return Attempt(
+        number=number,
+        status=status,
+        returncode=code,
+        seconds=float(seconds) if seconds is not None else None,
+    )
+
+
+def attempt_dirs(outputs: Path, task: str) -> tuple[int, ...]:
+    """The earlier attempts whose logs are kept under ``<outputs>/attempts/<task>/``, in order."""
+    try:
+        entries = list((outputs / ATTEMPTS_DIR / task).iterdir())
+    except OSError:
+        return ()
+    return tuple(sorted(int(entry.name) for entry in entries if entry.name.isdigit()))
+
+
+def fetched_copy(handle: RunHandle) -> Path | None:
+    """The run's fetched outputs under ``operations.fetch_root()``, if it was fetched there."""
+    copy = operations.fetch_root() / handle.run_id
+    return copy if (copy / MANIFEST_NAME).is_file() else None
+
+
+class RunReader:
+    """Reads one run's files through the service, from the best place they can be read."""
+
+    def __init__(self, service: Service, handle: RunHandle) -> None:
+        """Read the files of ``handle``'s run.
+
+        Args:
+            service: The service, which knows the run's backend.
+            handle: The run.
+        """
+        self.service = service
+        self.handle = handle
+        self._files: RunFiles | None = None
+        self._files_known = False
+        self.peek_cache = service.state_dir / "x-tui" / "peek" / handle.run_id
+
+    def files(self) -> RunFiles | None:
+        """The run's files on this machine, when its backend keeps them here (asked once)."""
+        if not self._files_known:
+            try:
+                self._files = self.service.run_files(self.handle)
+            except UserError:
+                self._files = None
+            self._files_known = True
+        return self._files
+
+    def outputs_dir(self) -> Path | None:
+        """A directory on this machine that holds the run's outputs: its own, or a fetched copy."""
+        files = self.files()
+        if files is not None:
+            return files.outputs
+        return fetched_copy(self.handle)
+
+    def read(self, relative: str) -> bytes | None:
+        """One file of the run's outputs, or ``None`` when it cannot be read (yet).
+
+        Raises:
+            UserError: If the backend cannot be built or did not answer in time.
+        """
+        outputs = self.outputs_dir()
+        if outputs is not None:
+            try:
+                return (outputs / relative).read_bytes()
+            except OSError:
+                return None
+        return self.service.peek(self.handle, relative)
+
+    def source(self) -> str:
+        """Where this run's files are read from, in words."""
+        if self.files() is not None:
+            return "this machine"
+        copy = fetched_copy(self.handle)
+        if copy is not None:
+            return f"the fetched copy in {copy}"
+        return f"{self.handle.backend} (peeking while it runs)"
+
+    def snapshot(self) -> RunSnapshot:
+        """Read the manifest, the probe's failure text and the retries, as they are now.
+
+        Returns:
+            What the files say; a file that cannot be read is named with the reason instead.
+        """
+        source = self.source()
+        try:
+            manifest_bytes = self.read(MANIFEST_NAME)
+        except UserError as error:
+            return RunSnapshot(manifest_problem=str(error), source=source, reachable=False)
+        manifest: JobManifest | None = None
+        problem: str | None = None
+        if manifest_bytes is not None:
+            try:
+                manifest = parse_manifest(manifest_bytes, source=MANIFEST_NAME)
+            except RecordError as error:
+                problem = str(error)
+        devices_log: str | None = None
+        attempts: dict[str, tuple[Attempt, ...]] = {}
+        attempts_problem: str | None = None
+        try:
+            raw_devices = (
+                self.read(DEVICES_LOG) if manifest is None or manifest.devices is None else None
+            )
+            raw_attempts = self.read(ATTEMPTS_NAME)
+        except UserError as error:
+            raw_devices, raw_attempts = None, None
+            attempts_problem = str(error)
+        if raw_devices is not None:
+            devices_log = raw_devices[:MAX_DEVICES_LOG].decode("utf-8", errors="replace")
+        if raw_attempts is not None:
+            try:
+                attempts = read_attempts(raw_attempts)
+            except RecordError as error:
+                attempts_problem = str(error)
+        outputs = self.outputs_dir()
+        if outputs is not None:
+            attempts = _with_kept_logs(attempts, outputs)
+        reachable = manifest_bytes is not None or outputs is not None or self._can_peek()
+        return RunSnapshot(
+            manifest=manifest,
+            manifest_problem=problem,
+            devices_log=devices_log,
+            attempts=attempts,
+            attempts_problem=attempts_problem,
+            source=source,
+            reachable=reachable,
+        )
+
+    def _can_peek(self) -> bool:
+        from x_tui.compute.backend import Capability, capabilities_of
+
+        try:
+            return Capability.PEEK in capabilities_of(self.service.backend(self.handle))
+        except UserError:
+            return False
+
+    def spec(self) -> tuple[JobSpec | None, str]:
+        """The spec the run was staged with, and where it was read from (or why it was not).
+
+        Returns:
+            ``(spec, note)``; ``spec`` is ``None`` when no staged spec is kept on this machine.
+        """
+        for path in self._spec_candidates():
+            try:
+                text = path.read_text(encoding="utf-8")
+            except OSError:
+                continue
+            try:
+                return read_job_spec(json.loads(text)), f"staged spec: {path}"
+            except (ValueError, RecordError) as error:
+                return None, f"{path}: {error}"
+        return None, f"no staged spec of this {self.handle.backend} run is kept on this machine"
+
+    def _spec_candidates(self) -> list[Path]:
+        candidates: list[Path] = []
+        run_dir = self.handle.details.get("run_dir")
+        if run_dir:
+            candidates.append(Path(run_dir) / SPEC_NAME)
+        files = self.files()
+        if files is not None:
+            candidates.append(files.worker_log.parent / SPEC_NAME)
+        state_dir = self.handle.settings.get("state_dir")
+        root = backend_state_dir(
+            state_dir if isinstance(state_dir, str) else None, self.handle.backend
+        )
+        candidates.append(root / self.handle.run_id / SPEC_NAME)
+        return candidates
+
+    def task_log(self, task: str, stream: str, attempt: int | None = None) -> Path | None:
+        """The file on this machine that holds a task's log (refreshing a peeked copy first).
+
+        Args:
+            task: The task's name.
+            stream: ``"stdout"`` or ``"stderr"``.
+            attempt: An earlier attempt's number; ``None`` for the latest.
+
+        Returns:
+            The file (it may not exist yet), or ``None`` when the log cannot be read here.
+
+        Raises:
+            ValueError: If the task name or stream is not one a run can have.
+        """
+        check_name("task", task)
+        if stream not in STREAMS:
+            raise ValueError(f"stream {stream!r} is not one of {', '.join(STREAMS)}")
+        relative = _log_relative(task, stream, attempt)
+        outputs = self.outputs_dir()
+        if outputs is not None:
+            return outputs / relative
+        return self.refresh_peeked(relative)
+
+    def refresh_peeked(self, relative: str) -> Path | None:
+        """Peek at one output file and bring its local copy up to date (appending what is new).
+
+        Returns:
+            The local copy, or ``None`` when the backend cannot peek.
+        """
+        try:
+            data = self.service.peek(self.handle, relative)
+        except UserError:
+            return None
+        target = self.peek_cache / relative
+        if data is None:
+            return target if self._can_peek() else None
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            size = target.stat().st_size
+        except FileNotFoundError:
+            size = -1
+        if size >= 0 and len(data) >= size:
+            with target.open("rb") as existing:
+                same_start = existing.read(min(size, 1 << 20)) == data[: min(size, 1 << 20)]
+            if same_start:
+                with target.open("ab") as out:
+                    out.write(data[size:])
+                return target
+        partial = target.with_name(f".{target.name}.partial")
+        partial.write_bytes(data)
+        os.replace(partial, target)
+        return target
+
+
+def _log_relative(task: str, stream: str, attempt: int | None) -> str:
+    if attempt is None:
+        return f"{task}/{stream}.log"
+    if attempt < 1:
+        raise ValueError(f"attempt {attempt} is not a positive number")
+    return f"{ATTEMPTS_DIR}/{task}/{attempt}/{stream}.log"
+
+
+def _with_kept_logs(
+    attempts: Mapping[str, tuple[Attempt, ...]], outputs: Path
+) -> dict[str, tuple[Attempt, ...]]:
+    """Add attempts whose logs are kept but that ``attempts.json`` does not list."""
+    merged = dict(attempts)
+    try:
+        tasks = [entry.name for entry in (outputs / ATTEMPTS_DIR).iterdir() if entry.is_dir()]
+    except OSError:
+        return merged
+    for task in tasks:
+        try:
+            check_name("task", task)
+        except ValueError:
+            continue
+        known = {attempt.number for attempt in merged.get(task, ())}
+        extra = [Attempt(number=n) for n in attempt_dirs(outputs, task) if n not in known]
+        if extra:
+            merged[task] = tuple(sorted((*merged.get(task, ()), *extra), key=lambda a: a.number))
+    return merged

@@ -1,0 +1,181 @@
+"""A fresh project, a private state directory, and ``python -m x_tui`` run as a real process."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+FIRST_EXAMPLE = """\
+import pathlib
+import time
+
+print("hello from the first example", flush=True)
+# A test that wants to see this line before the task ends creates gate.wanted, reads the line
+# from x-tui's output, then creates gate.
+if pathlib.Path("gate.wanted").exists():
+    for _ in range(1200):
+        if pathlib.Path("gate").exists():
+            print("the gate opened", flush=True)
+            break
+        time.sleep(0.1)
+    else:
+        print("the gate never opened", flush=True)
+"""
+
+SECOND_EXAMPLE = """\
+import os
+import pathlib
+
+result = pathlib.Path(os.environ["AVITAI_OUTPUT_DIR"]) / "result"
+result.mkdir(parents=True)
+(result / "value.txt").write_text("42")
+print("the second example wrote 42")
+"""
+
+HELPER = 'raise SystemExit("a helper is not an example")\n'
+
+
+def pyproject(python: str, *, jobs: str = "", top: str = "", local: str | None = None) -> str:
+    """A project's pyproject.toml (no uv.lock anywhere) whose local backend runs ``python``."""
+    local_table = f"python = {json.dumps(python)}" if local is None else local
+    return f"""\
+[project]
+name = "demo"
+version = "0.1.0"
+
+[tool.substrax.compute]
+{top}
+
+[tool.substrax.compute.backends.local]
+{local_table}
+
+[tool.substrax.compute.jobs.hello]
+examples = ["examples"]
+timeout_seconds = 300
+
+[tool.substrax.compute.jobs.failing]
+commands = {{ boom = ["python", "-c", "import sys; print('about to fail'); sys.exit(3)"] }}
+timeout_seconds = 300
+
+[tool.substrax.compute.jobs.slow]
+timeout_seconds = 900
+
+[tool.substrax.compute.jobs.slow.commands]
+sleeps = ["python", "-c", "import time; print('sleeping', flush=True); time.sleep(600)"]
+{jobs}
+"""
+
+
+def make_project(root: Path, *, jobs: str = "", top: str = 'backend = "local"') -> Path:
+    """Write a fresh project with two example scripts (and a skipped helper) under ``root``."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text(pyproject(sys.executable, jobs=jobs, top=top))
+    examples = root / "examples"
+    examples.mkdir(exist_ok=True)
+    (examples / "01_first.py").write_text(FIRST_EXAMPLE)
+    (examples / "02_second.py").write_text(SECOND_EXAMPLE)
+    (examples / "_helpers.py").write_text(HELPER)
+    return root
+
+
+@dataclass(frozen=True)
+class Result:
+    """What one ``x-tui`` process did."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+@dataclass(frozen=True)
+class Cli:
+    """Runs ``python -m x_tui`` in a project, with a private state directory."""
+
+    project: Path
+    state: Path
+    env: dict[str, str]
+
+    def __call__(self, *args: str, cwd: Path | None = None) -> Result:
+        """Run ``x-tui ARGS`` to its end and return what it printed."""
+        done = subprocess.run(
+            [sys.executable, "-m", "x_tui", *args],
+            cwd=cwd or self.project,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        return Result(done.returncode, done.stdout, done.stderr)
+
+    def start(self, *args: str) -> subprocess.Popen[str]:
+        """Start ``x-tui ARGS`` with its stdout and stderr piped, line-buffered text."""
+        return subprocess.Popen(
+            [sys.executable, "-m", "x_tui", *args],
+            cwd=self.project,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            bufsize=1,
+        )
+
+    @property
+    def runs(self) -> Path:
+        """Where the handles are kept."""
+        return self.state / "compute" / "runs"
+
+    @staticmethod
+    def submitted_id(stdout: str) -> str:
+        """The run id of ``Submitted <id> to <backend>.``."""
+        for line in stdout.splitlines():
+            if line.startswith("Submitted "):
+                return line.split()[1]
+        raise AssertionError(f"no 'Submitted' line in {stdout!r}")
+
+    def snapshot(self) -> dict[str, str]:
+        """Every file and directory of the project and the state directory, files hashed."""
+        tree: dict[str, str] = {}
+        for root in (self.project, self.state):
+            if not root.exists():
+                continue
+            for path in sorted(root.rglob("*")):
+                if path.is_file() and not path.is_symlink():
+                    tree[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+                else:
+                    tree[str(path)] = "dir"
+        return tree
+
+    def cancel_leftovers(self) -> None:
+        """Cancel every run still going, so a test that fails half way leaves no sleeper."""
+        listed = self("status", "--json")
+        try:
+            runs = json.loads(listed.stdout)["runs"]
+        except (ValueError, KeyError):
+            return
+        for run in runs:
+            if run["state"] in ("pending", "running"):
+                self("cancel", run["run_id"])
+
+
+def cli_for(project: Path, state: Path) -> Cli:
+    """``x-tui`` in ``project`` with the state directory ``state`` and no other SUBSTRAX_ vars."""
+    env = {key: value for key, value in os.environ.items() if not key.startswith("SUBSTRAX_")}
+    env["SUBSTRAX_STATE_DIR"] = str(state)
+    return Cli(project=project, state=state, env=env)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    """``x-tui`` in a fresh project (backend ``local``) with its own state directory."""
+    runner = cli_for(make_project(tmp_path / "project"), tmp_path / "state")
+    yield runner
+    runner.cancel_leftovers()

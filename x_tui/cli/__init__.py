@@ -1,0 +1,94 @@
+"""``x-tui``: the terminal UI with no command, headless verbs for scripts and CI.
+
+``x-tui`` opens the TUI on the project around the current directory and ``x-tui demo`` on a
+bundled demo project; ``jobs``, ``plan``, ``run``, ``status``, ``logs``, ``fetch`` and ``cancel``
+run headless and never import Textual or Rich (a test checks ``sys.modules``). Exit status: 0 on
+success; 1 for a run that did not succeed, or a ``status`` that met an unreadable record; 2 for a
+refused command, with one line on stderr and no traceback; 130 when the user stops following a
+run, which goes on running.
+
+Only the parser is imported at start; each verb imports what it needs when it runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import os
+import sys
+from collections.abc import Callable, Sequence
+
+from x_tui.cli.output import complain, error_message
+from x_tui.cli.parser import build_parser
+
+__all__ = ["main"]
+
+EXIT_REFUSED = 2
+EXIT_INTERRUPTED = 130
+
+REFUSALS = (ValueError, LookupError, FileNotFoundError)
+"""Errors that refuse a command (exit 2, one line); ``UserError`` subclasses are among them."""
+
+
+def _verb(name: str) -> Callable[[argparse.Namespace], int]:
+    if name in ("jobs", "plan", "run"):
+        from x_tui.cli import job_verbs
+
+        return getattr(job_verbs, name)  # type: ignore[no-any-return]
+    from x_tui.cli import run_verbs
+
+    return getattr(run_verbs, name)  # type: ignore[no-any-return]
+
+
+def _open_tui(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    if args.verb == "demo":
+        from x_tui.demo import prepare_demo_project
+
+        project: Path | None = prepare_demo_project()
+        demo = True
+    else:
+        from x_tui.compute.operations import locate_project
+
+        project = Path(args.project).resolve() if args.project else locate_project()
+        demo = False
+    from x_tui.app import run_app
+
+    return run_app(project, demo=demo)
+
+
+def _tolerant_streams() -> None:
+    # A log line the terminal's encoding cannot show is escaped, never a crash mid-run.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run ``x-tui`` with a command line.
+
+    Args:
+        argv: The arguments after the program name; ``sys.argv[1:]`` when ``None``.
+
+    Returns:
+        The exit status.
+    """
+    _tolerant_streams()
+    args = build_parser().parse_args(argv)
+    from x_tui.compute.errors import UserError
+
+    try:
+        if args.verb in (None, "demo"):
+            return _open_tui(args)
+        return _verb(args.verb)(args)
+    except (UserError, *REFUSALS) as error:
+        complain(error_message(error))
+        return EXIT_REFUSED
+    except KeyboardInterrupt:
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # The reader went away (``x-tui logs ID | head``); say nothing more.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1

@@ -1,0 +1,140 @@
+"""The verbs that read the project's configuration: ``jobs``, ``plan`` and ``run``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from x_tui.cli.describe import job_lines, job_summary
+from x_tui.cli.output import complain, escaped, print_json, say
+from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, follow_logs
+from x_tui.compute.operations import (
+    Project,
+    RunPlan,
+    backend_for,
+    fetch_root,
+    list_jobs,
+    locate_project,
+    open_project,
+    plan_run,
+    submit_run,
+)
+from x_tui.compute.records import dump_record
+
+
+def project_of(args: argparse.Namespace) -> Project:
+    """The project the command line names (``--project``) or the one around the current directory.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        The project, possibly with a ``problem``.
+    """
+    given = getattr(args, "project", None)
+    root = Path(given) if given is not None else locate_project()
+    return open_project(root)
+
+
+def jobs(args: argparse.Namespace) -> int:
+    """``x-tui jobs [--json]``: every configured job; a job that does not resolve is named.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        0, or 1 when a job's table cannot be used (each one named on stderr with the reason).
+
+    Raises:
+        UserError: If the project has no usable compute configuration.
+    """
+    project = project_of(args)
+    listed = list_jobs(project)
+    if args.json:
+        print_json(
+            {
+                "project": str(project.root),
+                "backend": project.config.backend if project.config else None,
+                "jobs": {name: dump_record(spec) for name, spec in listed.specs.items()},
+                "problems": {name: str(error) for name, error in listed.problems.items()},
+            }
+        )
+    else:
+        for spec in listed.specs.values():
+            say(job_summary(spec))
+            for line in job_lines(spec)[1:]:
+                say(line)
+    for name, error in listed.problems.items():
+        complain(f"job {name!r}: {error}")
+    return EXIT_FAILED if listed.problems else EXIT_OK
+
+
+def _plan(args: argparse.Namespace) -> RunPlan:
+    return plan_run(project_of(args), args.job, backend=args.backend, accelerator=args.accelerator)
+
+
+def plan(args: argparse.Namespace) -> int:
+    """``x-tui plan JOB``: the resolved job and the provider request; nothing is submitted.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        0.
+
+    Raises:
+        UserError: If the job, the accelerator, the backend or the configuration is refused.
+    """
+    planned = _plan(args)
+    if args.json:
+        print_json(
+            {
+                "project": str(planned.project),
+                "backend": planned.backend,
+                "settings": dict(planned.settings),
+                "spec": dump_record(planned.spec),
+                "provider_request": (
+                    dict(planned.provider_request) if planned.provider_request is not None else None
+                ),
+            }
+        )
+        return EXIT_OK
+    for line in job_lines(planned.spec):
+        say(line)
+    say(f"project      {escaped(str(planned.project))}")
+    say(f"backend      {escaped(planned.backend)}")
+    if planned.provider_request is not None:
+        say("provider request")
+        text = json.dumps(dict(planned.provider_request), indent=2, sort_keys=True)
+        for line in text.splitlines():
+            say(f"  {line}")
+    say("Nothing was submitted.")
+    return EXIT_OK
+
+
+def run(args: argparse.Namespace) -> int:
+    """``x-tui run JOB``: submit, then (unless ``--detach``) follow, wait and fetch.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        0 when the run succeeded (or was detached), 1 when it did not, 130 when the user
+        stopped following it (the run goes on).
+
+    Raises:
+        UserError: If the job, the accelerator, the backend or the configuration is refused.
+    """
+    handle = submit_run(_plan(args))
+    say(f"Submitted {handle.run_id} to {handle.backend}.")
+    if args.detach:
+        return EXIT_OK
+    backend = backend_for(handle)
+    stopped = follow_logs(backend, handle, follow=True)
+    if stopped is not None:
+        return stopped
+    state = backend.status(handle)
+    target = backend.fetch(handle, Path(args.into) if args.into else fetch_root())
+    say(f"{handle.run_id} {state.value}; outputs in {escaped(str(target))}.")
+    return EXIT_OK if state.value == "succeeded" else EXIT_FAILED

@@ -1,0 +1,105 @@
+"""The ``x-tui`` command line: its verbs and options (argparse, standard library only)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import NoReturn
+
+from x_tui import __version__
+from x_tui.cli.output import PROG, escaped
+
+DESCRIPTION = (
+    "Launch and watch the compute runs a project declares in pyproject.toml "
+    "([tool.substrax.compute]). With no command, open the terminal UI."
+)
+
+
+class Parser(argparse.ArgumentParser):
+    """An argument parser whose usage errors are one line on stderr, exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        """Refuse the command line in one line naming what is wrong.
+
+        Args:
+            message: argparse's description of the problem.
+
+        Raises:
+            SystemExit: Always, with status 2.
+        """
+        sys.stderr.write(f"{PROG}: {escaped(message)} (see '{self.prog} --help')\n")
+        raise SystemExit(2)
+
+
+def _project_option(parser: argparse.ArgumentParser, *, default: object) -> None:
+    parser.add_argument(
+        "--project",
+        metavar="DIR",
+        default=default,
+        help="the project directory (default: the nearest directory upward with a pyproject.toml)",
+    )
+
+
+def _json_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _run_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", metavar="JOB", help="the job's name in [tool.substrax.compute.jobs]")
+    parser.add_argument(
+        "--backend", metavar="NAME", help="the backend (default: the configured one)"
+    )
+    parser.add_argument(
+        "--accelerator",
+        metavar="KIND[:COUNT]",
+        help="replace the configured accelerator for this run, such as L4 or H100:8",
+    )
+
+
+def build_parser() -> Parser:
+    """The ``x-tui`` argument parser.
+
+    Returns:
+        The parser; ``verb`` is ``None`` when no command is given.
+    """
+    parser = Parser(prog=PROG, description=DESCRIPTION)
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
+    _project_option(parser, default=None)
+    verbs = parser.add_subparsers(dest="verb", metavar="COMMAND")
+
+    def verb(name: str, help_text: str) -> argparse.ArgumentParser:
+        sub = verbs.add_parser(name, help=help_text, description=help_text)
+        # Also accepted after the verb (as substrax-compute takes it); not given there, the
+        # global value stands.
+        _project_option(sub, default=argparse.SUPPRESS)
+        return sub
+
+    jobs = verb("jobs", "List the project's jobs, their tasks and resources.")
+    _json_option(jobs)
+
+    plan = verb("plan", "Show the resolved job and what the backend would be asked for.")
+    _run_options(plan)
+    _json_option(plan)
+
+    run = verb("run", "Submit a job, print its logs as they come, then fetch its outputs.")
+    _run_options(run)
+    run.add_argument("--detach", action="store_true", help="return once the run is submitted")
+    run.add_argument("--into", metavar="DIR", help="fetch the outputs here (default: state dir)")
+
+    status = verb("status", "Print the state of one run, or of every stored run.")
+    status.add_argument("run_id", metavar="RUN_ID", nargs="?", help="the run (default: all)")
+    _json_option(status)
+
+    logs = verb("logs", "Print a run's log lines.")
+    logs.add_argument("run_id", metavar="RUN_ID")
+    logs.add_argument("--follow", action="store_true", help="keep printing until the run ends")
+
+    fetch = verb("fetch", "Copy a run's outputs to DIR/RUN_ID.")
+    fetch.add_argument("run_id", metavar="RUN_ID")
+    fetch.add_argument("--into", metavar="DIR", help="where to copy (default: state dir)")
+
+    cancel = verb("cancel", "Stop a run; a run that already ended is left as it is.")
+    cancel.add_argument("run_id", metavar="RUN_ID")
+
+    verb("demo", "Open the terminal UI on a bundled demo project.")
+    return parser

@@ -93,9 +93,7 @@ class LocalSettings:
         accepted = ("python", "state_dir")
         for key in table:
             if key not in accepted:
-                raise ConfigError(
-                    f"{TABLE} unknown key {key!r} (accepted: {', '.join(accepted)})"
-                )
+                raise ConfigError(f"{TABLE} unknown key {key!r} (accepted: {', '.join(accepted)})")
         values: dict[str, str | None] = {}
         for key in accepted:
             value = table.get(key)
@@ -218,8 +216,10 @@ class LocalBackend:
             )
         except OSError as error:
             shutil.rmtree(run_dir, ignore_errors=True)
-            source = f"{TABLE} python = {self.settings.python!r}" if self.settings.python else (
-                "the project's interpreter"
+            source = (
+                f"{TABLE} python = {self.settings.python!r}"
+                if self.settings.python
+                else ("the project's interpreter")
             )
             raise ConfigError(
                 f"{source}: cannot start {interpreter[0]!r}: {error.strerror or error}"

@@ -73,9 +73,7 @@ def start_detached(
     # Read the start time before anything can reap the process: a zombie still has it.
     info = process_info(process.pid)
     start_time = info.start_time if info is not None else ""
-    threading.Thread(
-        target=process.wait, name=f"x-tui-reap-{process.pid}", daemon=True
-    ).start()
+    threading.Thread(target=process.wait, name=f"x-tui-reap-{process.pid}", daemon=True).start()
     return process.pid, start_time
 
 

@@ -1,0 +1,442 @@
+"""The run monitor: watches the run store and the project's pyproject.toml, and polls run states.
+
+Two daemon threads, started with the app and stopped with it:
+
+- the **watcher** reads the store (the newest records first, so the first screenful shows while
+  the rest is read), then waits on ``watchfiles`` for changes to ``<state>/compute/runs/`` and to
+  the project's ``pyproject.toml``; a run saved by another shell or by substrax appears without a
+  key press, and only the records that changed are read again;
+- the **poller** asks each unfinished run's backend for its state through the service (which puts
+  a deadline on every call), 1 s after the run appears and then backing off to 10 s while the
+  state stays the same. A final state is kept in ``<state>/x-tui/final-states.json`` and that run
+  is never polled again, in this session or the next.
+
+Neither thread touches a widget: both post :mod:`~x_tui.app.messages` through ``post`` (the app's
+thread-safe ``post_message``), and the screens update themselves from those.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from textual.message import Message
+
+from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
+from x_tui.app.service import Service
+from x_tui.compute.backend import RunState
+from x_tui.compute.errors import UserError
+from x_tui.compute.records import write_atomic
+from x_tui.compute.store import RunHandle, StoredRuns, run_id_time
+
+PYPROJECT = "pyproject.toml"
+FIRST_BATCH = 100
+"""How many of the newest records are read and shown before the rest of the store."""
+
+
+def _stamp(path: Path | None) -> tuple[int, int] | None:
+    if path is None:
+        return None
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size)
+
+
+@dataclass(frozen=True, slots=True)
+class _Record:
+    stamp: tuple[int, int]
+    handle: RunHandle | None
+    reason: str | None
+
+
+@dataclass(slots=True)
+class _Poll:
+    due: float
+    interval: float
+    busy: bool = False
+    last_error: str | None = None
+
+
+class RunMonitor:
+    """Keeps the app's view of the run store and of each run's state current."""
+
+    def __init__(
+        self,
+        service: Service,
+        post: Callable[[Message], object],
+        *,
+        project: Path | None = None,
+        first_interval: float = 1.0,
+        max_interval: float = 10.0,
+        error_interval: float = 60.0,
+        parallel: int = 4,
+    ) -> None:
+        """Watch ``service``'s store (and ``project``'s pyproject.toml) and post what changes.
+
+        Args:
+            service: Reads the store and asks backends for states.
+            post: Delivers a message to the app; called from the monitor's threads.
+            project: The project root whose pyproject.toml is watched; ``None`` watches none.
+            first_interval: Seconds before a new (or changed) run is polled.
+            max_interval: The longest wait between two polls of an unfinished run.
+            error_interval: The longest wait after a backend failed to answer.
+            parallel: How many status calls may be in flight at once.
+        """
+        self.service = service
+        self.project = project
+        self._post = post
+        self._first = first_interval
+        self._max = max_interval
+        self._error_max = error_interval
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._lock = threading.Lock()
+        self._records: dict[Path, _Record] = {}
+        self._handles: dict[str, RunHandle] = {}
+        self._states: dict[str, RunState] = {}
+        self._ended: dict[str, float] = {}
+        self._polls: dict[str, _Poll] = {}
+        self._stored = StoredRuns(handles=(), unreadable={})
+        self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="x-tui status")
+        self._threads: list[threading.Thread] = []
+        self._cache_path = service.state_dir / "x-tui" / "final-states.json"
+        self._dirty = False
+        self._saved_at = 0.0
+        self._load_final_states()
+
+    # Public API -------------------------------------------------------------------------------
+
+    @property
+    def runs_dir(self) -> Path:
+        """The directory of run handles being watched."""
+        return self.service.store.root
+
+    @property
+    def stored(self) -> StoredRuns:
+        """The store as last read (empty before the first read)."""
+        with self._lock:
+            return self._stored
+
+    def state_of(self, run_id: str) -> RunState | None:
+        """The run's state as last reported, or ``None`` before its backend has answered."""
+        with self._lock:
+            return self._states.get(run_id)
+
+    def ended_at(self, run_id: str) -> float | None:
+        """When a finished run ended (an epoch time), or ``None`` if it has not (or is unknown)."""
+        with self._lock:
+            return self._ended.get(run_id)
+
+    def start(self) -> None:
+        """Start the watcher and the poller threads (once)."""
+        if self._threads:
+            return
+        for name, target in (("watch", self._watch_loop), ("poll", self._poll_loop)):
+            thread = threading.Thread(target=target, name=f"x-tui monitor {name}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def stop(self) -> None:
+        """Stop both threads soon; status calls in flight are abandoned, not waited for."""
+        self._stop.set()
+        self._wake.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+
+    def poll_soon(self, run_id: str) -> None:
+        """Ask for the run's state now (after a submit or a cancel), then back off again."""
+        with self._lock:
+            poll = self._polls.get(run_id)
+            if poll is None and run_id in self._handles and run_id not in self._ended:
+                poll = self._polls[run_id] = _Poll(due=0.0, interval=self._first)
+            if poll is not None:
+                poll.due = 0.0
+                poll.interval = self._first
+        self._wake.set()
+
+    def rescan(self) -> None:
+        """Read the whole store again (changed records only) and post what it holds."""
+        self._scan_all()
+
+    # The watcher ------------------------------------------------------------------------------
+
+    def _watch_loop(self) -> None:
+        self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self._initial_scan()
+        try:
+            self._watch_changes()
+        except OSError:
+            # No file notifications here (an inotify limit, a file system without them): read
+            # the store and the project's pyproject.toml every two seconds instead.
+            self._watch_by_polling()
+
+    def _watch_by_polling(self) -> None:
+        pyproject = self.project / PYPROJECT if self.project is not None else None
+        seen = _stamp(pyproject)
+        while not self._stop.wait(2.0):
+            self._scan_all()
+            now = _stamp(pyproject)
+            if pyproject is not None and now != seen:
+                seen = now
+                self._post(ConfigChanged(self.service.open_project(pyproject.parent)))
+
+    def _watch_changes(self) -> None:
+        import watchfiles
+
+        paths = [self.runs_dir] + ([self.project] if self.project is not None else [])
+        first_quiet = True
+        for changes in watchfiles.watch(
+            *paths,
+            watch_filter=None,
+            recursive=False,
+            debounce=400,
+            step=50,
+            stop_event=self._stop,
+            yield_on_timeout=True,
+            rust_timeout=2000,
+            raise_interrupt=False,
+        ):
+            if self._stop.is_set():
+                return
+            if not changes:
+                if first_quiet:
+                    # Records saved between the first read and the watch starting are caught here.
+                    first_quiet = False
+                    self._scan_all()
+                continue
+            touched = {Path(path) for _, path in changes}
+            runs = {path for path in touched if path.parent == self.runs_dir}
+            if any(path.suffix == ".json" and not path.name.startswith(".") for path in runs):
+                self._scan_paths(path for path in runs if path.suffix == ".json")
+            if self.project is not None and self.project / PYPROJECT in touched:
+                self._post(ConfigChanged(self.service.open_project(self.project)))
+
+    def _listing(self) -> list[Path]:
+        try:
+            with os.scandir(self.runs_dir) as entries:
+                names = [
+                    entry.name
+                    for entry in entries
+                    if entry.name.endswith(".json") and not entry.name.startswith(".")
+                ]
+        except OSError:
+            return []
+
+        def newest_first(name: str) -> float:
+            moment = run_id_time(name.removesuffix(".json"))
+            return -moment.timestamp() if moment is not None else 0.0
+
+        names.sort(key=newest_first)
+        return [self.runs_dir / name for name in names]
+
+    def _initial_scan(self) -> None:
+        listing = self._listing()
+        self._read_paths(listing[:FIRST_BATCH])
+        if len(listing) > FIRST_BATCH:
+            self._publish(complete=False)
+            self._read_paths(listing[FIRST_BATCH:])
+        self._publish(complete=True)
+
+    def _scan_all(self) -> None:
+        listing = self._listing()
+        present = set(listing)
+        with self._lock:
+            gone = [path for path in self._records if path not in present]
+        changed = self._read_paths(listing) | self._forget(gone)
+        if changed:
+            self._publish(complete=True)
+
+    def _scan_paths(self, paths: Iterable[Path]) -> None:
+        existing: list[Path] = []
+        gone: list[Path] = []
+        for path in paths:
+            (existing if path.exists() else gone).append(path)
+        if self._read_paths(existing) | self._forget(gone):
+            self._publish(complete=True)
+
+    def _forget(self, paths: Iterable[Path]) -> bool:
+        changed = False
+        with self._lock:
+            for path in paths:
+                record = self._records.pop(path, None)
+                if record is not None:
+                    changed = True
+                    if record.handle is not None:
+                        self._handles.pop(record.handle.run_id, None)
+                        self._polls.pop(record.handle.run_id, None)
+        return changed
+
+    def _read_paths(self, paths: Iterable[Path]) -> bool:
+        changed = False
+        for path in paths:
+            try:
+                info = path.stat()
+            except FileNotFoundError:
+                changed |= self._forget([path])
+                continue
+            except OSError as error:
+                record = _Record((0, 0), None, f"cannot be read: {error}")
+            else:
+                stamp = (info.st_mtime_ns, info.st_size)
+                with self._lock:
+                    known = self._records.get(path)
+                if known is not None and known.stamp == stamp:
+                    continue
+                record = self._read_one(path, stamp)
+            changed = True
+            self._keep(path, record)
+        return changed
+
+    def _read_one(self, path: Path, stamp: tuple[int, int]) -> _Record:
+        run_id = path.stem
+        try:
+            handle = self.service.store.load(run_id)
+        except UserError as error:
+            return _Record(stamp, None, str(error).removeprefix(f"{path}: "))
+        except (OSError, UnicodeDecodeError) as error:
+            return _Record(stamp, None, f"cannot be read: {error}")
+        return _Record(stamp, handle, None)
+
+    def _keep(self, path: Path, record: _Record) -> None:
+        with self._lock:
+            old = self._records.get(path)
+            if old is not None and old.handle is not None:
+                self._handles.pop(old.handle.run_id, None)
+            self._records[path] = record
+            handle = record.handle
+            if handle is None:
+                self._polls.pop(path.stem, None)
+                return
+            self._handles[handle.run_id] = handle
+            if handle.run_id not in self._ended and handle.run_id not in self._polls:
+                self._polls[handle.run_id] = _Poll(due=0.0, interval=self._first)
+        self._wake.set()
+
+    def _publish(self, *, complete: bool) -> None:
+        with self._lock:
+            handles = sorted(
+                self._handles.values(),
+                key=lambda handle: (handle.submitted_at, handle.run_id),
+                reverse=True,
+            )
+            unreadable = {
+                path: record.reason
+                for path, record in sorted(self._records.items())
+                if record.reason is not None
+            }
+            self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
+            stored = self._stored
+        self._post(RunsChanged(stored, complete))
+
+    # The poller -------------------------------------------------------------------------------
+
+    def _poll_loop(self) -> None:
+        while not self._stop.is_set():
+            now = time.monotonic()
+            due: list[tuple[float, RunHandle]] = []
+            next_due: float | None = None
+            with self._lock:
+                for run_id, poll in self._polls.items():
+                    if poll.busy:
+                        continue
+                    if poll.due <= now:
+                        poll.busy = True
+                        handle = self._handles[run_id]
+                        due.append((handle.submitted_at.timestamp(), handle))
+                    elif next_due is None or poll.due < next_due:
+                        next_due = poll.due
+            for _, handle in sorted(due, key=lambda item: item[0], reverse=True):
+                try:
+                    self._pool.submit(self._poll_one, handle)
+                except RuntimeError:  # the pool was shut down: the monitor is stopping
+                    return
+            if self._dirty and (not due or now - self._saved_at >= 2.0):
+                self._save_final_states()
+            self._wake.wait(None if next_due is None else max(0.0, next_due - now))
+            self._wake.clear()
+        if self._dirty:
+            self._save_final_states()
+
+    def _poll_one(self, handle: RunHandle) -> None:
+        try:
+            self._ask(handle)
+        finally:
+            self._wake.set()
+
+    def _ask(self, handle: RunHandle) -> None:
+        run_id = handle.run_id
+        try:
+            state = self.service.status(handle)
+        except Exception as error:  # any failure is shown on the run's row, never raised
+            self._status_failed(run_id, str(error) or type(error).__name__)
+            return
+        ended: float | None = None
+        if state.is_final:
+            ended = self.service.ended_at_hint(handle) or time.time()
+        with self._lock:
+            poll = self._polls.get(run_id)
+            changed = self._states.get(run_id) is not state
+            self._states[run_id] = state
+            if ended is not None:
+                self._ended[run_id] = ended
+                self._polls.pop(run_id, None)
+                self._dirty = True
+            elif poll is not None:
+                poll.interval = self._first if changed else min(poll.interval * 2, self._max)
+                poll.due = time.monotonic() + poll.interval
+                poll.busy = False
+                poll.last_error = None
+        if changed:
+            self._post(RunStateChanged(run_id, state))
+
+    def _status_failed(self, run_id: str, reason: str) -> None:
+        with self._lock:
+            poll = self._polls.get(run_id)
+            if poll is None:
+                return
+            repeated = poll.last_error == reason
+            poll.last_error = reason
+            poll.interval = min(max(poll.interval, self._first) * 2, self._error_max)
+            poll.due = time.monotonic() + poll.interval
+            poll.busy = False
+        if not repeated:
+            self._post(RunStatusFailed(run_id, reason))
+
+    # Final states, kept across sessions ------------------------------------------------------
+
+    def _load_final_states(self) -> None:
+        try:
+            data = json.loads(self._cache_path.read_text(encoding="utf-8"))
+            runs = data["runs"]
+        except (OSError, ValueError, KeyError, TypeError):
+            return
+        if not isinstance(runs, dict):
+            return
+        for run_id, entry in runs.items():
+            try:
+                state = RunState(entry["state"])
+                ended = float(entry["ended_at"])
+            except (KeyError, TypeError, ValueError):
+                continue
+            if state.is_final:
+                self._states[run_id] = state
+                self._ended[run_id] = ended
+
+    def _save_final_states(self) -> None:
+        self._saved_at = time.monotonic()
+        with self._lock:
+            self._dirty = False
+            runs = {
+                run_id: {"state": self._states[run_id].value, "ended_at": ended}
+                for run_id, ended in sorted(self._ended.items())
+            }
+        with contextlib.suppress(OSError):
+            write_atomic(self._cache_path, json.dumps({"version": 1, "runs": runs}) + "\n")

@@ -1,0 +1,170 @@
+"""The user's x-tui settings: ``<user config dir>/x-tui/config.toml``, typed, with env overrides.
+
+```toml
+theme = "textual-dark"      # any Textual theme ("textual-ansi" uses the terminal's palette)
+low_bandwidth = false       # fewer frames per second, batched log updates, no animation
+
+[keys]                      # binding id = key(s), comma separated
+"main.submit" = "enter"
+"app.quit" = "q,ctrl+q"
+```
+
+A key this file does not know, or a value of the wrong type, never stops the app: the setting
+keeps its default and the problem is reported (as a toast naming the file and the key). The file
+is read before Textual is imported, because ``low_bandwidth`` sets ``TEXTUAL_FPS``, which Textual
+reads once at import; so this module imports no Textual.
+
+Environment overrides: ``X_TUI_CONFIG`` names another settings file; ``X_TUI_LOW_BANDWIDTH=1``
+turns the low-bandwidth profile on; ``NO_COLOR`` (any value) makes the app monochrome.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CONFIG_ENV = "X_TUI_CONFIG"
+"""Names the settings file to read instead of the default one."""
+
+LOW_BANDWIDTH_ENV = "X_TUI_LOW_BANDWIDTH"
+"""``1``/``true``/``yes`` turns the low-bandwidth profile on, whatever the file says."""
+
+LOW_BANDWIDTH_FPS = 10
+"""Frames per second under the low-bandwidth profile (Textual's default is 60)."""
+
+_KNOWN = ("theme", "low_bandwidth", "keys")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Settings:
+    """What the user chose; every field has a default, so an empty file is valid.
+
+    Attributes:
+        theme: The Textual theme's name; ``None`` keeps Textual's default.
+        low_bandwidth: Fewer frames per second, batched log updates and no animation, for slow
+            SSH links.
+        keys: Keys by binding id (``"main.submit"``, ``"app.quit"``...), each a comma-separated
+            list of Textual key names; applied with ``App.set_keymap``.
+        path: The file these were read from (whether or not it exists).
+        problems: What in the file could not be used, each naming the file and the key.
+    """
+
+    theme: str | None = None
+    low_bandwidth: bool = False
+    keys: Mapping[str, str] = field(default_factory=dict)
+    path: Path | None = None
+    problems: tuple[str, ...] = ()
+
+
+def settings_path() -> Path:
+    """The settings file: ``$X_TUI_CONFIG``, else ``<user config dir>/x-tui/config.toml``."""
+    explicit = os.environ.get(CONFIG_ENV)
+    if explicit:
+        return Path(explicit)
+    import platformdirs
+
+    return Path(platformdirs.user_config_dir("x-tui")) / "config.toml"
+
+
+def load_settings(path: Path | None = None) -> Settings:
+    """Read the settings file, keeping the default of whatever cannot be used.
+
+    Args:
+        path: The file; :func:`settings_path` when ``None``. A missing file is all defaults.
+
+    Returns:
+        The settings; ``problems`` lists each unusable key or value, naming the file.
+    """
+    path = path if path is not None else settings_path()
+    problems: list[str] = []
+    document = _read(path, problems)
+    theme: str | None = None
+    low_bandwidth = False
+    keys: dict[str, str] = {}
+    for key, value in document.items():
+        if key == "theme":
+            if isinstance(value, str) and value.strip():
+                theme = value.strip()
+            else:
+                problems.append(f"{path}: theme: expected a theme name, got {value!r}")
+        elif key == "low_bandwidth":
+            if isinstance(value, bool):
+                low_bandwidth = value
+            else:
+                problems.append(f"{path}: low_bandwidth: expected true or false, got {value!r}")
+        elif key == "keys":
+            keys = _keys(path, value, problems)
+        else:
+            problems.append(f"{path}: unknown key {key!r}{_did_you_mean(key)}")
+    if _env_true(os.environ.get(LOW_BANDWIDTH_ENV)):
+        low_bandwidth = True
+    return Settings(
+        theme=theme,
+        low_bandwidth=low_bandwidth,
+        keys=keys,
+        path=path,
+        problems=tuple(problems),
+    )
+
+
+def apply_low_bandwidth_environment(settings: Settings) -> None:
+    """Set ``TEXTUAL_FPS`` and ``TEXTUAL_ANIMATIONS`` for the low-bandwidth profile.
+
+    Takes effect only when called before Textual is first imported (Textual reads them once);
+    an explicit ``TEXTUAL_FPS`` in the environment is left as the user set it.
+
+    Args:
+        settings: The settings; nothing is set unless ``low_bandwidth`` is on.
+    """
+    if not settings.low_bandwidth:
+        return
+    os.environ.setdefault("TEXTUAL_FPS", str(LOW_BANDWIDTH_FPS))
+    os.environ.setdefault("TEXTUAL_ANIMATIONS", "none")
+
+
+def _read(path: Path, problems: list[str]) -> dict[str, object]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as error:
+        problems.append(f"{path}: cannot be read: {error}")
+        return {}
+    import tomlkit
+    import tomlkit.exceptions
+
+    try:
+        document: dict[str, object] = tomlkit.parse(text).unwrap()
+    except tomlkit.exceptions.ParseError as error:
+        problems.append(f"{path}: not valid TOML: {error}")
+        return {}
+    return document
+
+
+def _keys(path: Path, value: object, problems: list[str]) -> dict[str, str]:
+    if not isinstance(value, dict):
+        problems.append(f"{path}: [keys]: expected a table of binding id = key, got {value!r}")
+        return {}
+    keys: dict[str, str] = {}
+    for binding_id, key in value.items():
+        if isinstance(key, str) and key.strip():
+            keys[str(binding_id)] = key.strip()
+        else:
+            problems.append(
+                f"{path}: [keys] {binding_id}: expected a key such as 'ctrl+r', got {key!r}"
+            )
+    return keys
+
+
+def _did_you_mean(key: str) -> str:
+    import difflib
+
+    close = difflib.get_close_matches(key, list(_KNOWN), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (accepted: {', '.join(_KNOWN)})"
+
+
+def _env_true(value: str | None) -> bool:
+    return value is not None and value.strip().lower() in ("1", "true", "yes", "on")

@@ -24,6 +24,7 @@ _MODULES = (
     "compute/spec.py",
     "compute/manifest.py",
     "compute/worker.py",
+    "compute/probe.py",
 )
 _MAIN = b"import sys\nfrom x_tui.compute.worker import main\nsys.exit(main())\n"
 

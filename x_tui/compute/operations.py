@@ -25,6 +25,7 @@ from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 if TYPE_CHECKING:
     from x_tui.compute.backend import ComputeBackend
     from x_tui.compute.config import ComputeConfig
+    from x_tui.compute.extensions import ResourceRequest
 
 PYPROJECT = "pyproject.toml"
 
@@ -60,6 +61,8 @@ class RunPlan:
         settings: The backend's settings table from the project's configuration.
         provider_request: What the backend would ask its provider for, from its ``plan`` when it
             declares ``Capability.PLAN``; ``None`` otherwise.
+        request: The resources as the table or ``--accelerator`` asked for them, with what a
+            spec cannot hold (accelerator alternatives, ``exact``, nodes); ``None`` when unknown.
     """
 
     project: Path
@@ -67,6 +70,7 @@ class RunPlan:
     backend: str
     settings: Mapping[str, JsonValue]
     provider_request: Mapping[str, JsonValue] | None
+    request: ResourceRequest | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -171,7 +175,8 @@ def plan_run(
         project: The project.
         job: The job's name.
         backend: The backend's name; the configuration's ``backend`` when ``None``.
-        accelerator: ``KIND`` or ``KIND:COUNT``, replacing the configured accelerator.
+        accelerator: Replaces the configured accelerator for this run, in the hardware grammar
+            (``L4``, ``H100:8``, ``H100!:8``, alternatives separated by commas).
 
     Returns:
         The plan.
@@ -180,27 +185,35 @@ def plan_run(
         NoComputeTable: If the project has no compute table (or no pyproject.toml).
         ConfigError: If the configuration, the job's table, the accelerator or the backend's
             settings cannot be used, or no backend is named; the message names the file and key.
+        ResourceError: If ``accelerator`` is refused (a ``ConfigError``).
         UnknownJobError: If no such job is configured.
         UnknownBackendError: If no such backend is registered.
         BackendUnavailableError: If the backend's module cannot be imported.
     """
     from x_tui.compute.backend import Capability, capabilities_of
-    from x_tui.compute.config import parse_accelerator, resolve_job
+    from x_tui.compute.config import resolve_request
 
     root, config = _require_config(project)
-    chosen = parse_accelerator(accelerator) if accelerator is not None else None
-    spec = resolve_job(config, job, project=root, accelerator=chosen)
+    resolved = resolve_request(config, job, project=root, accelerator=accelerator)
+    spec = resolved.spec
     name = backend if backend is not None else config.backend
     if name is None:
         raise ConfigError(f"{config.where()} no backend: pass --backend or set 'backend' here")
     settings = dict(config.backend_settings(name))
-    built = _build_backend(name, settings, where=config.where("backends", name))
+    built = _build_backend(
+        name, settings, where=config.where("backends", name), source=str(config.path)
+    )
     request: Mapping[str, JsonValue] | None = None
     if Capability.PLAN in capabilities_of(built):
         planner = cast(_Planner, built)
         request = planner.plan(spec, project=root)
     return RunPlan(
-        project=root, spec=spec, backend=name, settings=settings, provider_request=request
+        project=root,
+        spec=spec,
+        backend=name,
+        settings=settings,
+        provider_request=request,
+        request=resolved.request,
     )
 
 
@@ -217,7 +230,7 @@ def submit_run(plan: RunPlan, *, store: RunStore | None = None) -> RunHandle:
     Raises:
         UserError: If the backend refuses the run (its message says why).
     """
-    built = _build_backend(plan.backend, plan.settings, where=f"backend {plan.backend!r}")
+    built = _build_backend(plan.backend, plan.settings, where=f"backend {plan.backend!r}:")
     handle = built.submit(plan.spec, project=plan.project)
     (store if store is not None else RunStore()).save(handle)
     return handle
@@ -259,7 +272,10 @@ def fetch_root() -> Path:
     return default_state_dir() / "compute" / "fetched"
 
 
-def _build_backend(name: str, settings: Mapping[str, JsonValue], *, where: str) -> ComputeBackend:
+def _build_backend(
+    name: str, settings: Mapping[str, JsonValue], *, where: str, source: str | None = None
+) -> ComputeBackend:
+    """Load a backend, naming where its settings come from in a refusal of them."""
     from x_tui.compute.errors import BackendUnavailableError, UnknownBackendError
     from x_tui.compute.registry import load_backend
 
@@ -269,6 +285,8 @@ def _build_backend(name: str, settings: Mapping[str, JsonValue], *, where: str) 
         raise
     except (ValueError, LookupError) as error:
         message = str(error.args[0]) if isinstance(error, KeyError) and error.args else str(error)
-        if not message.startswith(where.partition(":")[0]):
-            message = f"{where} {message}"
+        if source is None or source not in message:
+            # A backend names its table ("[tool...backends.local] ..."); add the file before it.
+            bare = source is not None and message.startswith("[")
+            message = f"{source}: {message}" if bare else f"{where} {message}"
         raise ConfigError(message) from None

@@ -1,4 +1,4 @@
-"""A modal yes/no question asked before an action that cannot be undone (cancel, re-run).
+"""Modal questions: yes/no before an action that cannot be undone, and "which directory?".
 
 The question names what the action touches (a run id, a job) and is shown as plain text, never
 as markup. ``No`` has the focus, so a stray ``enter`` does nothing harmful; ``y`` confirms and
@@ -7,13 +7,15 @@ as markup. ``No`` has the focus, so a stray ``enter`` does nothing harmful; ``y`
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
-from textual.widgets import Button, Static
+from textual.widgets import Button, Input, Static
 
 
 class ConfirmScreen(ModalScreen[bool]):
@@ -96,3 +98,64 @@ class ConfirmScreen(ModalScreen[bool]):
     def action_decline(self) -> None:
         """Decline: dismiss with ``False``."""
         self.dismiss(False)
+
+
+class AskPathScreen(ModalScreen[Path | None]):
+    """Ask for a directory, prefilled; dismiss with it on ``enter``, ``None`` on ``escape``.
+
+    | Key | Description |
+    | :- | :- |
+    | enter | Accept the directory. |
+    | escape | Give up. |
+    """
+
+    BINDINGS = [Binding("escape", "give_up", "Back")]
+
+    DEFAULT_CSS = """
+    AskPathScreen {
+        align: center middle;
+        background: $background 60%;
+    }
+    AskPathScreen > #ask-dialog {
+        width: 80;
+        max-width: 100%;
+        height: auto;
+        border: thick $primary;
+        background: $surface;
+        padding: 1 2;
+    }
+    AskPathScreen #ask-question {
+        margin-bottom: 1;
+    }
+    AskPathScreen #ask-hint {
+        margin-top: 1;
+    }
+    """
+
+    def __init__(self, question: Text, *, default: Path) -> None:
+        """Ask ``question``, with ``default`` in the field.
+
+        Args:
+            question: What is asked, as plain ``Text``.
+            default: The directory the field starts with.
+        """
+        super().__init__()
+        self._question = question
+        self._default = default
+
+    def compose(self) -> ComposeResult:
+        """The question, the field and a hint."""
+        with Vertical(id="ask-dialog"):
+            yield Static(self._question, id="ask-question")
+            yield Input(value=str(self._default), id="ask-path")
+            yield Static(Text("enter to go on, escape to go back", style="dim"), id="ask-hint")
+
+    @on(Input.Submitted, "#ask-path")
+    def _submitted(self, event: Input.Submitted) -> None:
+        event.stop()
+        value = event.value.strip()
+        self.dismiss(Path(value).expanduser() if value else self._default)
+
+    def action_give_up(self) -> None:
+        """Dismiss without a directory."""
+        self.dismiss(None)

@@ -1,0 +1,408 @@
+"""What a user can do to a run, on any screen that shows one: cancel, fetch, re-run, copy its id.
+
+Each action is a function of the screen it was started from and the run's handle, so the run
+screen and the main screen's runs table share one implementation; :class:`RunActions` wires them
+to keys (:data:`RUN_ACTION_BINDINGS`) for a screen that says which run is selected. Backend calls
+go through the app's :class:`~x_tui.app.service.Service` in thread workers owned by the app (a
+fetch goes on when the user leaves the screen); the workers never touch a widget: they notify,
+post :class:`FetchProgress` to the screen that asked, or schedule a screen push on the app.
+
+Cancel and re-run ask first (:class:`~x_tui.app.confirm_screen.ConfirmScreen`); fetch asks where
+to, prefilled with ``operations.fetch_root()``. None of them is bound to ``ctrl+d``, ``ctrl+k``,
+``ctrl+b`` or ``ctrl+a``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, cast
+
+from rich.text import Text
+from textual.app import App
+from textual.binding import Binding
+from textual.message import Message
+from textual.screen import Screen
+
+from x_tui.app.confirm_screen import AskPathScreen, ConfirmScreen
+from x_tui.app.run_sources import RunReader
+from x_tui.app.service import Service
+from x_tui.compute import operations
+from x_tui.compute.errors import UserError
+from x_tui.compute.operations import RunPlan
+from x_tui.compute.sanitize import plain
+from x_tui.compute.store import RunHandle
+from x_tui.widgets.safe_text import safe_text
+
+if TYPE_CHECKING:
+    from x_tui.app.monitor import RunMonitor
+
+Severity = Literal["information", "warning", "error"]
+
+RUN_ACTION_BINDINGS: list[Binding] = [
+    Binding("c", "cancel_run", "Cancel run", id="run.cancel"),
+    Binding("f", "fetch_run", "Fetch", id="run.fetch"),
+    Binding("r", "rerun", "Re-run", id="run.rerun"),
+    Binding("y", "copy_run_id", "Copy id", id="run.copy_id"),
+]
+"""The run actions' keys, for a screen's ``BINDINGS`` (each has an id for the user's keymap)."""
+
+PROGRESS_SECONDS = 0.25
+"""How often a fetch's progress is measured and posted."""
+
+
+@dataclass
+class FetchProgress(Message):
+    """How a fetch started from a screen is going; posted to that screen.
+
+    Attributes:
+        run_id: The run being fetched.
+        target: The directory the copy goes to (``<destination>/<run_id>``).
+        copied_bytes: Bytes in ``target`` so far.
+        total_bytes: The outputs' size when it is known beforehand (a run on this machine).
+        finished: Whether the fetch has ended (see ``error``).
+        error: Why it failed, if it did (untrusted text: show it through ``safe_text``).
+        files: Files in ``target`` so far.
+    """
+
+    run_id: str
+    target: Path
+    copied_bytes: int
+    total_bytes: int | None
+    finished: bool = False
+    error: str | None = None
+    files: int = 0
+
+
+def service_of(app: App[object]) -> Service:
+    """The app's service (``app.service``).
+
+    Raises:
+        RuntimeError: If the app has none; every x-tui app has one.
+    """
+    service = getattr(app, "service", None)
+    if not isinstance(service, Service):
+        raise RuntimeError(f"{type(app).__name__} has no x-tui service")
+    return service
+
+
+def monitor_of(app: App[object]) -> RunMonitor | None:
+    """The app's run monitor (``app.monitor``), when it has one."""
+    from x_tui.app.monitor import RunMonitor
+
+    monitor = getattr(app, "monitor", None)
+    return monitor if isinstance(monitor, RunMonitor) else None
+
+
+def notify(app: App[object], message: str, *, severity: Severity = "information") -> None:
+    """A toast of untrusted text: control sequences removed, never read as markup."""
+    app.notify(
+        plain(message), severity=severity, markup=False, timeout=8 if severity == "error" else 4
+    )
+
+
+def notify_from_thread(
+    app: App[object], message: str, *, severity: Severity = "information"
+) -> None:
+    """:func:`notify` from a worker thread."""
+    app.call_from_thread(notify, app, message, severity=severity)
+
+
+def describe_error(error: BaseException) -> str:
+    """A user error's message as it is; anything else with its type, since it is unexpected."""
+    if isinstance(error, UserError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def format_bytes(count: int) -> str:
+    """``1536`` as ``1.5 KiB``."""
+    size = float(count)
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} GiB"
+
+
+def directory_size(path: Path) -> tuple[int, int]:
+    """The bytes and the number of files under ``path`` (links not followed; ``(0, 0)`` if none)."""
+    total = files = 0
+    for root, _dirs, names in os.walk(path):
+        for name in names:
+            try:
+                total += os.lstat(os.path.join(root, name)).st_size
+            except OSError:
+                continue
+            files += 1
+    return total, files
+
+
+# Copy the run id ------------------------------------------------------------------------------
+
+
+def copy_run_id(screen: Screen[object], handle: RunHandle) -> None:
+    """Put the run's id on the clipboard (OSC 52, so it works over SSH) and say so."""
+    screen.app.copy_to_clipboard(handle.run_id)
+    notify(screen.app, f"Copied {handle.run_id}")
+
+
+# Cancel ---------------------------------------------------------------------------------------
+
+
+def ask_cancel(screen: Screen[object], handle: RunHandle) -> None:
+    """Ask to cancel the run, then cancel it in a worker; a run that already ended is left."""
+    app = screen.app
+    monitor = monitor_of(app)
+    state = monitor.state_of(handle.run_id) if monitor is not None else None
+    if state is not None and state.is_final:
+        notify(app, f"{handle.run_id} already {state.value}; nothing to cancel")
+        return
+    question = Text("Cancel run ")
+    question.append_text(safe_text(handle.run_id, "bold"))
+    question.append_text(safe_text(f" on {handle.backend}?"))
+    question.append("\nIts tasks are stopped; outputs written so far are kept.", style="dim")
+
+    def answered(confirmed: bool | None) -> None:
+        if confirmed:
+            app.run_worker(
+                lambda: _cancel(app, handle),
+                thread=True,
+                group=f"cancel-{handle.run_id}",
+                exit_on_error=False,
+                description=f"cancel {handle.run_id}",
+            )
+
+    app.push_screen(ConfirmScreen(question, confirm_label="Cancel run"), answered)
+
+
+def _cancel(app: App[object], handle: RunHandle) -> None:
+    notify_from_thread(app, f"Cancelling {handle.run_id}…")
+    try:
+        service_of(app).cancel(handle)
+    except Exception as error:  # a provider's failure is shown, never raised into the UI
+        notify_from_thread(app, f"Cancel failed: {describe_error(error)}", severity="error")
+        return
+    notify_from_thread(app, f"Cancelled {handle.run_id}")
+    monitor = monitor_of(app)
+    if monitor is not None:
+        monitor.poll_soon(handle.run_id)
+
+
+# Fetch ----------------------------------------------------------------------------------------
+
+
+def ask_fetch(screen: Screen[object], handle: RunHandle) -> None:
+    """Ask where to fetch the run's outputs (prefilled with the fetch root), then fetch them."""
+    question = Text("Fetch the outputs of ")
+    question.append_text(safe_text(handle.run_id, "bold"))
+    question.append(" into this directory (the copy goes in a folder named by the run id):")
+
+    def answered(destination: Path | None) -> None:
+        if destination is not None:
+            start_fetch(screen, handle, destination)
+
+    screen.app.push_screen(AskPathScreen(question, default=operations.fetch_root()), answered)
+
+
+def start_fetch(screen: Screen[object], handle: RunHandle, destination: Path) -> None:
+    """Fetch the run's outputs into ``destination / run_id`` in an app worker.
+
+    Progress goes to ``screen`` as :class:`FetchProgress` messages, and a toast says where the
+    copy is once it is done.
+    """
+    app = screen.app
+    app.run_worker(
+        lambda: _fetch(app, screen, handle, destination),
+        thread=True,
+        group=f"fetch-{handle.run_id}",
+        exit_on_error=False,
+        description=f"fetch {handle.run_id}",
+    )
+
+
+def _fetch(app: App[object], screen: Screen[object], handle: RunHandle, destination: Path) -> None:
+    service = service_of(app)
+    target = destination / handle.run_id
+    notify_from_thread(app, f"Fetching {handle.run_id} into {target}…")
+    total: int | None = None
+    try:
+        source = RunReader(service, handle).files()
+        if source is not None:
+            total, _ = directory_size(source.outputs)
+    except Exception:  # the size is only a hint for the progress bar
+        total = None
+    outcome: list[Path | BaseException] = []
+    done = threading.Event()
+
+    def run() -> None:
+        try:
+            destination.mkdir(parents=True, exist_ok=True)
+            outcome.append(service.fetch(handle, destination))
+        except BaseException as error:
+            outcome.append(error)
+        finally:
+            done.set()
+
+    threading.Thread(target=run, name=f"x-tui fetch {handle.run_id}", daemon=True).start()
+    while not done.wait(PROGRESS_SECONDS):
+        copied, files = directory_size(target)
+        screen.post_message(FetchProgress(handle.run_id, target, copied, total, files=files))
+    result = outcome[0]
+    copied, files = directory_size(target)
+    if isinstance(result, BaseException):
+        reason = describe_error(result)
+        screen.post_message(
+            FetchProgress(
+                handle.run_id, target, copied, total, finished=True, error=reason, files=files
+            )
+        )
+        notify_from_thread(app, f"Fetch of {handle.run_id} failed: {reason}", severity="error")
+        return
+    screen.post_message(
+        FetchProgress(handle.run_id, result, copied, total, finished=True, files=files)
+    )
+    notify_from_thread(app, f"Fetched {files} files ({format_bytes(copied)}) into {result}")
+
+
+# Re-run ---------------------------------------------------------------------------------------
+
+
+def rerun_plan(service: Service, handle: RunHandle) -> tuple[RunPlan, str]:
+    """The plan that runs ``handle``'s job again: same backend, same frozen settings.
+
+    The spec is the one the run was staged with when this machine keeps it; otherwise the job is
+    resolved again from the project's pyproject.toml.
+
+    Args:
+        service: The service.
+        handle: The run to repeat.
+
+    Returns:
+        The plan and where its spec came from, in words.
+
+    Raises:
+        UserError: If the spec cannot be found or resolved, or the backend cannot be built.
+    """
+    spec, note = RunReader(service, handle).spec()
+    project = Path(handle.project)
+    if spec is not None:
+        plan = RunPlan(
+            project=project,
+            spec=spec,
+            backend=handle.backend,
+            settings=dict(handle.settings),
+            provider_request=None,
+        )
+        return plan, "the spec it was staged with"
+    opened = service.open_project(project)
+    planned = service.plan(opened, handle.job, backend=handle.backend)
+    return (
+        dataclasses.replace(planned, settings=dict(handle.settings)),
+        f"the job as {project}/pyproject.toml declares it now ({note})",
+    )
+
+
+def ask_rerun(screen: Screen[object], handle: RunHandle) -> None:
+    """Ask to run the job again with the run's settings, then submit it and open the new run."""
+    app = screen.app
+    question = Text("Run ")
+    question.append_text(safe_text(handle.job, "bold"))
+    question.append_text(safe_text(f" again on {handle.backend}, with the settings of "))
+    question.append_text(safe_text(handle.run_id, "bold"))
+    question.append("?\nThe staged spec is reused when this machine keeps it.", style="dim")
+
+    def answered(confirmed: bool | None) -> None:
+        if confirmed:
+            app.run_worker(
+                lambda: _rerun(app, handle),
+                thread=True,
+                group=f"rerun-{handle.run_id}",
+                exit_on_error=False,
+                description=f"re-run {handle.run_id}",
+            )
+
+    app.push_screen(ConfirmScreen(question, confirm_label="Re-run", danger=False), answered)
+
+
+def _rerun(app: App[object], handle: RunHandle) -> None:
+    service = service_of(app)
+    try:
+        plan, origin = rerun_plan(service, handle)
+        new = service.submit(plan)
+    except Exception as error:  # nothing was submitted, or the backend said why not
+        notify_from_thread(app, f"Re-run failed: {describe_error(error)}", severity="error")
+        return
+    notify_from_thread(app, f"Submitted {new.run_id} from {origin}")
+    app.call_from_thread(open_run, app, new)
+
+
+def open_run(app: App[object], handle: RunHandle) -> None:
+    """Push the run screen of ``handle``, following its combined log."""
+    from x_tui.app.run_screen import RunScreen
+
+    app.push_screen(RunScreen(handle))
+
+
+# The mixin ------------------------------------------------------------------------------------
+
+
+class RunActions:
+    """Run actions for a screen: mix in before ``Screen`` and add :data:`RUN_ACTION_BINDINGS`.
+
+    The screen says which run the actions apply to by overriding :meth:`selected_run`.
+    """
+
+    def selected_run(self) -> RunHandle | None:
+        """The run the actions apply to; ``None`` when no run is selected."""
+        return None
+
+    def _run_for_action(self) -> tuple[Screen[object], RunHandle] | None:
+        screen = cast("Screen[object]", self)
+        handle = self.selected_run()
+        if handle is None:
+            notify(screen.app, "No run selected", severity="warning")
+            return None
+        return screen, handle
+
+    def action_cancel_run(self) -> None:
+        """Cancel the selected run, after asking."""
+        chosen = self._run_for_action()
+        if chosen is not None:
+            ask_cancel(*chosen)
+
+    def action_fetch_run(self) -> None:
+        """Fetch the selected run's outputs, after asking where to."""
+        chosen = self._run_for_action()
+        if chosen is not None:
+            ask_fetch(*chosen)
+
+    def action_rerun(self) -> None:
+        """Run the selected run's job again with its settings, after asking."""
+        chosen = self._run_for_action()
+        if chosen is not None:
+            ask_rerun(*chosen)
+
+    def action_copy_run_id(self) -> None:
+        """Copy the selected run's id to the clipboard."""
+        chosen = self._run_for_action()
+        if chosen is not None:
+            copy_run_id(*chosen)
+
+
+__all__ = [
+    "RUN_ACTION_BINDINGS",
+    "FetchProgress",
+    "RunActions",
+    "ask_cancel",
+    "ask_fetch",
+    "ask_rerun",
+    "copy_run_id",
+    "open_run",
+    "rerun_plan",
+    "service_of",
+    "start_fetch",
+]

@@ -1,0 +1,584 @@
+"""One run, in full: its header (id, job, backend, live state, age), and tabs for its combined log,
+its manifest, the devices it asked for and got, its spec, and each task's stdout and stderr.
+
+The screen owns one :class:`~x_tui.app.run_sources.RunReader` and re-reads the run's files on a
+timer while the run goes on (every second on this machine, every few seconds through a remote
+backend's peek), in thread workers that hand their results back to the event loop; the state comes
+from the run monitor's :class:`~x_tui.app.messages.RunStateChanged`. Every string that came from
+the run (ids, names, logs, manifest values, provider messages) is shown through ``safe_text`` or
+the log view, never as markup.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Group
+from rich.text import Text
+from textual import on, work
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+
+from x_tui.app.actions import (
+    RUN_ACTION_BINDINGS,
+    FetchProgress,
+    RunActions,
+    format_bytes,
+    monitor_of,
+    service_of,
+)
+from x_tui.app.messages import RunStateChanged, RunStatusFailed
+from x_tui.app.run_sources import STREAMS, RunReader, RunSnapshot
+from x_tui.compute.backend import RunState
+from x_tui.compute.errors import UserError
+from x_tui.compute.manifest import TaskStatus
+from x_tui.compute.spec import JobSpec
+from x_tui.compute.store import RunHandle
+from x_tui.widgets.devices_view import DevicesView
+from x_tui.widgets.log_view import LogView
+from x_tui.widgets.manifest_view import ManifestView
+from x_tui.widgets.safe_text import safe_text
+from x_tui.widgets.spec_view import SpecView, format_seconds
+
+LOCAL_REFRESH_SECONDS = 1.0
+"""How often a run's files are re-read while it goes on, when they are on this machine."""
+
+REMOTE_REFRESH_SECONDS = 5.0
+"""How often a remote run's files are peeked at while it goes on."""
+
+STATE_STYLES: dict[RunState | None, str] = {
+    RunState.PENDING: "bold black on yellow",
+    RunState.RUNNING: "bold white on dodger_blue2",
+    RunState.SUCCEEDED: "bold black on green",
+    RunState.FAILED: "bold white on red",
+    RunState.CANCELLED: "bold black on grey70",
+    None: "bold black on grey50",
+}
+
+TASK_MARKS = {
+    TaskStatus.SUCCEEDED: "✓ ",
+    TaskStatus.FAILED: "✗ ",
+    TaskStatus.TIMED_OUT: "✗ ",
+}
+
+FIXED_TABS = ("tab-log", "tab-manifest", "tab-devices", "tab-spec")
+
+
+def utc_now() -> dt.datetime:
+    """Now, in UTC (the run screen's default clock)."""
+    return dt.datetime.now(dt.UTC)
+
+
+def header_renderable(
+    handle: RunHandle,
+    state: RunState | None,
+    *,
+    now: dt.datetime,
+    ended_at: dt.datetime | None,
+    notice: Text | None = None,
+) -> Group:
+    """The run's header: state and id; job, backend, submission time, age, duration; details.
+
+    Args:
+        handle: The run.
+        state: Its state, or ``None`` before its backend has answered.
+        now: The time the age and a running run's duration are measured to.
+        ended_at: When a finished run ended, if known.
+        notice: A line to add below (a status or log-stream failure).
+
+    Returns:
+        The header's lines, each cut to the width rather than wrapped.
+    """
+    label = f" {state.value if state is not None else 'checking…'} "
+    first = Text(label, style=STATE_STYLES.get(state, ""))
+    first.append(" ")
+    first.append_text(safe_text(handle.run_id, "bold"))
+    submitted = handle.submitted_at.astimezone(dt.UTC)
+    second = Text("job ")
+    second.append_text(safe_text(handle.job, "bold"))
+    second.append(" · ")
+    second.append_text(safe_text(handle.backend, "bold"))
+    second.append(f" · submitted {submitted:%Y-%m-%d %H:%M:%S}Z")
+    second.append(f" ({format_seconds((now - submitted).total_seconds())} ago)", style="dim")
+    if state is not None and state.is_final:
+        if ended_at is not None:
+            second.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
+    elif state is not None:
+        second.append(f" · running for {format_seconds((now - submitted).total_seconds())}")
+    details = Text(style="dim")
+    for index, (key, value) in enumerate(sorted(handle.details.items())):
+        if index:
+            details.append(" · ")
+        details.append_text(safe_text(f"{key} {value}"))
+    lines = [first, second, details if handle.details else Text("no provider details", "dim")]
+    if notice is not None:
+        lines.append(notice)
+    for line in lines:
+        line.no_wrap = True
+        line.overflow = "ellipsis"
+    return Group(*lines)
+
+
+class TaskLogs(Vertical):
+    """One task's stdout or stderr, latest attempt or an earlier one, in a log view.
+
+    | Key | Description |
+    | :- | :- |
+    | o | Switch between stdout and stderr. |
+    | p | Show an earlier attempt's logs (cycles back to the latest). |
+    """
+
+    HELP_TITLE = "Task logs"
+    BINDINGS = [
+        Binding("o", "other_stream", "stdout/stderr", id="run.task.other_stream"),
+        Binding("p", "earlier_attempt", "Earlier attempt", id="run.task.earlier_attempt"),
+    ]
+
+    DEFAULT_CSS = """
+    TaskLogs {
+        height: 1fr;
+    }
+    TaskLogs > .task-toolbar {
+        height: 1;
+        padding: 0 1;
+        background: $panel;
+    }
+    TaskLogs > LogView {
+        height: 1fr;
+    }
+    """
+
+    def __init__(self, task: str, reader: RunReader, *, id: str | None = None) -> None:
+        """Show the logs of ``task``.
+
+        Args:
+            task: The task's name.
+            reader: Finds the log files of the run.
+            id: The widget's id.
+        """
+        super().__init__(id=id)
+        self.task_name = task
+        self.reader = reader
+        self.stream = "stdout"
+        self.attempt: int | None = None
+        self.attempts: tuple[int, ...] = ()
+        self.live = True
+        self._active = False
+        self._opened: Path | None = None
+
+    def compose(self) -> ComposeResult:
+        """A toolbar line over the log view."""
+        yield Static(self._toolbar(), classes="task-toolbar")
+        yield LogView(None, follow=True)
+
+    def _toolbar(self) -> Text:
+        text = Text()
+        for stream in STREAMS:
+            style = "bold reverse" if stream == self.stream else "dim"
+            text.append(f" {stream} ", style=style)
+        if self.attempts or self.attempt is not None:
+            total = len(self.attempts) + 1
+            shown = self.attempt if self.attempt is not None else total
+            latest = " (latest)" if self.attempt is None else ""
+            text.append(f"  attempt {shown} of {total}{latest}", style="bold")
+            text.append("  p: earlier attempt", style="dim")
+        text.append("  o: stdout/stderr", style="dim")
+        return text
+
+    def activate(self) -> None:
+        """Open the log now that its tab is shown (tabs never shown read nothing)."""
+        self._active = True
+        self._open()
+
+    def set_attempts(self, attempts: tuple[int, ...]) -> None:
+        """The earlier attempts whose logs can be shown."""
+        if attempts != self.attempts:
+            self.attempts = attempts
+            self.query_one(".task-toolbar", Static).update(self._toolbar())
+
+    def show(self, *, stream: str | None = None, attempt: int | None = None) -> None:
+        """Show a stream of the latest attempt (``attempt=None``) or of an earlier one."""
+        if stream is not None:
+            self.stream = stream
+        self.attempt = attempt
+        self.query_one(".task-toolbar", Static).update(self._toolbar())
+        if self._active:
+            self._open()
+
+    def refresh_remote(self) -> None:
+        """Peek again at a remote run's log (a local file is followed by the log view itself)."""
+        if self._active and self.reader.outputs_dir() is None:
+            self._open()
+
+    def action_other_stream(self) -> None:
+        """Switch between stdout and stderr."""
+        self.show(stream="stderr" if self.stream == "stdout" else "stdout", attempt=self.attempt)
+
+    def action_earlier_attempt(self) -> None:
+        """Step back one attempt; from the first, back to the latest."""
+        if not self.attempts:
+            self.app.notify("This task was not retried.", markup=False)
+            return
+        if self.attempt is None:
+            self.show(attempt=self.attempts[-1])
+            return
+        earlier = [number for number in self.attempts if number < self.attempt]
+        self.show(attempt=earlier[-1] if earlier else None)
+
+    @work(thread=True, exclusive=True, group="task-log", exit_on_error=False)
+    def _open(self) -> None:
+        try:
+            path = self.reader.task_log(self.task_name, self.stream, self.attempt)
+        except (UserError, ValueError):
+            path = None
+        self.app.call_from_thread(self._opened_path, path)
+
+    def _opened_path(self, path: Path | None) -> None:
+        if not self.is_attached:
+            return
+        if path != self._opened:
+            self._opened = path
+            self.query_one(LogView).open(path)
+
+
+@dataclass(kw_only=True, slots=True)
+class _Loaded:
+    spec: JobSpec | None
+    spec_note: str
+    log_path: Path | None
+    log_problem: str | None
+    snapshot: RunSnapshot
+    state: RunState | None
+    ended_at: float | None
+    local: bool
+    tasks: tuple[str, ...] = field(default_factory=tuple)
+
+
+class RunScreen(RunActions, Screen[None]):
+    """A run's header and tabs: combined log, manifest, devices, spec, and each task's logs.
+
+    | Key | Description |
+    | :- | :- |
+    | escape | Back to the previous screen. |
+    | c | Cancel the run (asks first). |
+    | f | Fetch its outputs (asks where to). |
+    | r | Run its job again with its settings (asks first). |
+    | y | Copy its id. |
+    | [ / ] | Previous / next tab. |
+    """
+
+    HELP_TITLE = "Run screen"
+    CSS_PATH = "../styles/run.tcss"
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="run.back"),
+        *RUN_ACTION_BINDINGS,
+        Binding("left_square_bracket", "switch_tab(-1)", "Prev tab", id="run.previous_tab"),
+        Binding("right_square_bracket", "switch_tab(1)", "Next tab", id="run.next_tab"),
+    ]
+
+    def __init__(
+        self,
+        handle: RunHandle,
+        *,
+        follow: bool = True,
+        clock: Callable[[], dt.datetime] = utc_now,
+    ) -> None:
+        """Show ``handle``'s run.
+
+        Args:
+            handle: The run.
+            follow: Whether the combined log starts following its end.
+            clock: Gives the current time (tests pass a fixed one).
+        """
+        super().__init__()
+        self.handle = handle
+        self.follow = follow
+        self.clock = clock
+        self.state: RunState | None = None
+        self.ended_at: dt.datetime | None = None
+        self.spec: JobSpec | None = None
+        self.snapshot: RunSnapshot | None = None
+        self.loaded = False
+        self._reader: RunReader | None = None
+        self._tasks: tuple[str, ...] = ()
+        self._refreshing = False
+        self._final_read = False
+        self._notice: Text | None = None
+        self._local = True
+        self._last_read = 0.0
+
+    # Layout -----------------------------------------------------------------------------------
+
+    def compose(self) -> ComposeResult:
+        """Header, tabs, fetch progress, footer."""
+        yield Static(self._header(), id="run-header")
+        with TabbedContent(id="run-tabs", initial="tab-log"):
+            with TabPane(Text("Log"), id="tab-log"):
+                yield LogView(None, follow=self.follow, id="combined-log")
+            with TabPane(Text("Manifest"), id="tab-manifest"):
+                yield ManifestView(id="manifest")
+            with TabPane(Text("Devices"), id="tab-devices"), VerticalScroll():
+                yield DevicesView(Text("Reading the run's files…", style="dim"), id="devices")
+            with TabPane(Text("Spec"), id="tab-spec"), VerticalScroll():
+                yield SpecView(Text("Reading the staged spec…", style="dim"), id="spec")
+        with Horizontal(id="fetch-bar"):
+            yield Static(Text(""), id="fetch-label")
+            yield ProgressBar(total=None, show_eta=False, id="fetch-progress")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Take the monitor's state, then read the run's files in a worker."""
+        monitor = monitor_of(self.app)
+        if monitor is not None:
+            self.state = monitor.state_of(self.handle.run_id)
+            ended = monitor.ended_at(self.handle.run_id)
+            if ended is not None:
+                self.ended_at = dt.datetime.fromtimestamp(ended, dt.UTC)
+        self._reader = RunReader(service_of(self.app), self.handle)
+        self._update_header()
+        self.query_one("#combined-log", LogView).focus()
+        self._load()
+        self.set_interval(1.0, self._tick)
+
+    def selected_run(self) -> RunHandle:
+        """This screen's run, for the run actions."""
+        return self.handle
+
+    # Loading ----------------------------------------------------------------------------------
+
+    @work(thread=True, exclusive=True, group="run-load", exit_on_error=False)
+    def _load(self) -> None:
+        reader = self._reader
+        if reader is None:
+            return
+        service = reader.service
+        spec, note = reader.spec()
+        log_path: Path | None = None
+        log_problem: str | None = None
+        try:
+            log_path = service.log_path(self.handle)
+        except UserError as error:
+            log_problem = str(error)
+        snapshot = reader.snapshot()
+        state = self.state
+        if state is None:
+            try:
+                state = service.status(self.handle)
+            except Exception:  # the monitor will say; the header shows "checking…" meanwhile
+                state = None
+        ended = service.ended_at_hint(self.handle)
+        loaded = _Loaded(
+            spec=spec,
+            spec_note=note,
+            log_path=log_path,
+            log_problem=log_problem,
+            snapshot=snapshot,
+            state=state,
+            ended_at=ended,
+            local=reader.files() is not None,
+        )
+        self.app.call_from_thread(self._apply_loaded, loaded)
+
+    def _apply_loaded(self, loaded: _Loaded) -> None:
+        if not self.is_attached:
+            return
+        self._local = loaded.local
+        if self.state is None and loaded.state is not None:
+            self.state = loaded.state
+        if self.ended_at is None and loaded.ended_at is not None:
+            self.ended_at = dt.datetime.fromtimestamp(loaded.ended_at, dt.UTC)
+        self.spec = loaded.spec
+        note = safe_text(loaded.spec_note, "dim")
+        self.query_one("#spec", SpecView).show_spec(loaded.spec, note=note)
+        log_view = self.query_one("#combined-log", LogView)
+        log_view.open(loaded.log_path)
+        if loaded.log_problem is not None:
+            self._notice = safe_text(f"log: {loaded.log_problem}", "red")
+        self._apply_snapshot(loaded.snapshot)
+        self.loaded = True
+        self._update_header()
+
+    def _task_names(self, snapshot: RunSnapshot) -> tuple[str, ...]:
+        names = [task.name for task in self.spec.tasks] if self.spec is not None else []
+        if snapshot.manifest is not None:
+            names += [task.name for task in snapshot.manifest.tasks if task.name not in names]
+        names += [task for task in snapshot.attempts if task not in names]
+        return tuple(names)
+
+    def _apply_snapshot(self, snapshot: RunSnapshot) -> None:
+        self.snapshot = snapshot
+        running = self.state is None or not self.state.is_final
+        tasks = self._task_names(snapshot)
+        self._add_task_tabs(tasks)
+        self.query_one("#manifest", ManifestView).show(
+            snapshot.manifest,
+            tasks=tasks,
+            attempts=snapshot.attempts,
+            running=running,
+            problem=snapshot.manifest_problem,
+        )
+        manifest = snapshot.manifest
+        self.query_one("#devices", DevicesView).show(
+            self.spec.resources if self.spec is not None else None,
+            manifest.devices if manifest is not None else None,
+            probe_log=snapshot.devices_log,
+            manifest_present=manifest is not None,
+            platforms=self.spec.runtime.platforms if self.spec is not None else None,
+        )
+        tabs = self.query_one("#run-tabs", TabbedContent)
+        outcomes = {task.name: task for task in (manifest.tasks if manifest else ())}
+        for index, task in enumerate(tasks):
+            pane_id = f"tab-task-{index}"
+            outcome = outcomes.get(task)
+            mark = TASK_MARKS.get(outcome.status, "") if outcome is not None else ""
+            tabs.get_tab(pane_id).label = Text(mark) + safe_text(task)
+            logs = self.query_one(f"#task-logs-{index}", TaskLogs)
+            logs.set_attempts(tuple(a.number for a in snapshot.attempts.get(task, ())))
+            logs.refresh_remote()
+
+    def _add_task_tabs(self, tasks: tuple[str, ...]) -> None:
+        if tasks[: len(self._tasks)] != self._tasks or self._reader is None:
+            return
+        tabs = self.query_one("#run-tabs", TabbedContent)
+        for index in range(len(self._tasks), len(tasks)):
+            task = tasks[index]
+            logs = TaskLogs(task, self._reader, id=f"task-logs-{index}")
+            tabs.add_pane(TabPane(safe_text(task), logs, id=f"tab-task-{index}"))
+        self._tasks = tasks
+
+    # Refreshing -------------------------------------------------------------------------------
+
+    def _tick(self) -> None:
+        if self.state is None or not self.state.is_final:
+            self._update_header()
+        if not self.loaded or self._refreshing or self._final_read:
+            return
+        interval = LOCAL_REFRESH_SECONDS if self._local else REMOTE_REFRESH_SECONDS
+        now = self.clock().timestamp()
+        if now - self._last_read < interval:
+            return
+        self._last_read = now
+        if self.state is not None and self.state.is_final:
+            self._final_read = True
+        self._refreshing = True
+        self._refresh_files()
+
+    @work(thread=True, exclusive=True, group="run-refresh", exit_on_error=False)
+    def _refresh_files(self) -> None:
+        reader = self._reader
+        if reader is None:
+            return
+        snapshot = reader.snapshot()
+        notice: Text | None = None
+        spool = reader.service.spool_state(self.handle.run_id)
+        if spool is not None and spool.error is not None:
+            notice = safe_text(f"log stream stopped: {spool.error}", "red")
+        self.app.call_from_thread(self._refreshed, snapshot, notice)
+
+    def _refreshed(self, snapshot: RunSnapshot, notice: Text | None) -> None:
+        self._refreshing = False
+        if not self.is_attached:
+            return
+        if notice is not None:
+            self._notice = notice
+        self._apply_snapshot(snapshot)
+        self._update_header()
+
+    def _header(self) -> Group:
+        return header_renderable(
+            self.handle, self.state, now=self.clock(), ended_at=self.ended_at, notice=self._notice
+        )
+
+    def _update_header(self) -> None:
+        self.query_one("#run-header", Static).update(self._header())
+
+    # Messages ---------------------------------------------------------------------------------
+
+    def on_run_state_changed(self, message: RunStateChanged) -> None:
+        """Show this run's new state; read its files once more when it has ended."""
+        if message.run_id != self.handle.run_id:
+            return
+        self.state = message.state
+        if message.state.is_final:
+            monitor = monitor_of(self.app)
+            ended = monitor.ended_at(self.handle.run_id) if monitor is not None else None
+            self.ended_at = (
+                dt.datetime.fromtimestamp(ended, dt.UTC) if ended is not None else self.clock()
+            )
+            self._final_read = False
+            self._last_read = 0.0
+        self._update_header()
+
+    def on_run_status_failed(self, message: RunStatusFailed) -> None:
+        """Say that the backend could not report this run's state."""
+        if message.run_id != self.handle.run_id:
+            return
+        self._notice = safe_text(f"status: {message.reason}", "red")
+        self._update_header()
+
+    @on(FetchProgress)
+    def _fetch_progress(self, message: FetchProgress) -> None:
+        if message.run_id != self.handle.run_id:
+            return
+        bar = self.query_one("#fetch-bar")
+        bar.display = True
+        label = self.query_one("#fetch-label", Static)
+        progress = self.query_one("#fetch-progress", ProgressBar)
+        text = Text("Fetched " if message.finished else "Fetching ")
+        text.append(f"{message.files} files, {format_bytes(message.copied_bytes)}")
+        text.append(" into ")
+        text.append_text(safe_text(str(message.target), "bold"))
+        if message.error is not None:
+            text = safe_text(f"Fetch failed: {message.error}", "bold red")
+        label.update(text)
+        if message.total_bytes:
+            progress.update(total=message.total_bytes, progress=message.copied_bytes)
+        elif message.finished:
+            progress.update(
+                total=max(message.copied_bytes, 1), progress=max(message.copied_bytes, 1)
+            )
+        if message.finished:
+            progress.display = message.error is None and bool(message.total_bytes)
+
+    @on(ManifestView.TaskChosen)
+    def _task_chosen(self, message: ManifestView.TaskChosen) -> None:
+        if message.task not in self._tasks:
+            return
+        index = self._tasks.index(message.task)
+        self.query_one("#run-tabs", TabbedContent).active = f"tab-task-{index}"
+        logs = self.query_one(f"#task-logs-{index}", TaskLogs)
+        logs.show(attempt=message.attempt)
+        logs.query_one(LogView).focus()
+
+    @on(TabbedContent.TabActivated)
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        pane = event.pane
+        if pane is None:
+            return
+        for logs in pane.query(TaskLogs):
+            logs.activate()
+
+    # Actions ----------------------------------------------------------------------------------
+
+    def action_back(self) -> None:
+        """Back to the previous screen (the run goes on)."""
+        self.dismiss(None)
+
+    def action_switch_tab(self, step: int) -> None:
+        """Show the previous (``-1``) or next (``1``) tab and focus what it shows."""
+        tabs = self.query_one("#run-tabs", TabbedContent)
+        order = [*FIXED_TABS, *(f"tab-task-{index}" for index in range(len(self._tasks)))]
+        current = order.index(tabs.active) if tabs.active in order else 0
+        target = order[(current + step) % len(order)]
+        tabs.active = target
+        pane = tabs.get_pane(target)
+        for widget in pane.query("LogView, DataTable, VerticalScroll"):
+            if widget.focusable:
+                widget.focus()
+                break

@@ -1,0 +1,336 @@
+"""Submit one job: pick the backend and the accelerator, see the resolved plan, press ``enter``.
+
+The preview is the plan the service makes from the fields (the resolved spec: tasks, resources,
+budgets; where it runs; and what the backend would ask its provider for, with any cost it can
+state), re-planned in a thread worker a moment after the fields stop changing. ``enter`` (the
+Submit button has the focus) plans once more from the fields as they are and submits that,
+detached: closing x-tui never stops the run. The new run's screen replaces this one. A refusal
+(an unknown accelerator, missing credentials, an unreachable provider) is shown here; nothing is
+submitted and the fields stay as they were.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from rich.console import Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from textual import on, work
+from textual.app import App, ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.screen import Screen
+from textual.timer import Timer
+from textual.widgets import Button, Footer, Input, Label, Select, Static
+
+from x_tui.app.actions import describe_error, notify, service_of
+from x_tui.compute import operations
+from x_tui.compute.operations import Project, RunPlan
+from x_tui.compute.records import JsonValue
+from x_tui.compute.store import RunHandle
+from x_tui.widgets.safe_text import safe_text
+from x_tui.widgets.spec_view import spec_summary, tasks_table
+
+DEBOUNCE_SECONDS = 0.3
+"""How long the fields must stay unchanged before the preview is planned again."""
+
+_COST_KEY = re.compile(r"cost|price|usd|\$", re.IGNORECASE)
+_MAX_VALUE_CHARS = 400
+
+
+def _value_text(value: JsonValue) -> Text:
+    shown = value if isinstance(value, str) else json.dumps(value, default=str)
+    if len(shown) > _MAX_VALUE_CHARS:
+        shown = shown[:_MAX_VALUE_CHARS] + "…"
+    return safe_text(shown)
+
+
+def _request_rows(
+    table: Table, request: Mapping[str, JsonValue], *, prefix: str = "", depth: int = 0
+) -> None:
+    for key, value in request.items():
+        name = f"{prefix}{key}"
+        style = "bold dark_orange" if _COST_KEY.search(str(key)) else "bold"
+        if isinstance(value, Mapping) and value and depth < 3:
+            _request_rows(table, value, prefix=f"{name}.", depth=depth + 1)
+            continue
+        table.add_row(safe_text(name, style), _value_text(value))
+
+
+def cost_lines(request: Mapping[str, JsonValue] | None) -> list[Text]:
+    """Every value of the provider request whose key names a cost or price, as ``key: value``."""
+    found: list[Text] = []
+
+    def visit(node: Mapping[str, JsonValue], prefix: str) -> None:
+        for key, value in node.items():
+            name = f"{prefix}{key}"
+            if isinstance(value, Mapping):
+                visit(value, f"{name}.")
+            elif _COST_KEY.search(str(key)):
+                line = safe_text(f"{name}: ", "bold")
+                line.append_text(_value_text(value))
+                found.append(line)
+
+    if request is not None:
+        visit(request, "")
+    return found
+
+
+def plan_renderable(plan: RunPlan) -> RenderableType:
+    """The preview of a plan: cost, where it runs, the resolved spec, the provider request.
+
+    Args:
+        plan: The plan.
+
+    Returns:
+        A renderable of ``Text`` cells (nothing from the plan is read as markup).
+    """
+    parts: list[RenderableType] = []
+    costs = cost_lines(plan.provider_request)
+    heading = Text("Cost  ", style="bold underline")
+    if costs:
+        parts.append(heading)
+        parts.extend(costs)
+    elif plan.provider_request is None:
+        parts.append(heading + Text(f"{plan.backend} cannot describe its request", "dim"))
+    else:
+        parts.append(heading + Text(f"{plan.backend} states no cost for this request", "dim"))
+    parts.append(Text(""))
+    where = Table.grid(padding=(0, 2))
+    where.add_column(style="bold", no_wrap=True)
+    where.add_column()
+    where.add_row(Text("Runs on"), safe_text(plan.backend, "bold"))
+    where.add_row(Text("Project"), safe_text(str(plan.project)))
+    settings = [safe_text(f"{key} = {json.dumps(value)}") for key, value in plan.settings.items()]
+    where.add_row(Text("Settings"), Text("\n").join(settings) if settings else Text("-", "dim"))
+    if plan.request is not None:
+        requested = [f"accelerator {plan.request.accelerator or 'none'}"]
+        if plan.request.cpu is not None:
+            requested.append(f"cpu {plan.request.cpu}")
+        if plan.request.nodes > 1:
+            requested.append(f"{plan.request.nodes} nodes")
+        where.add_row(Text("Request"), safe_text(" · ".join(requested)))
+    parts += [where, Text(""), spec_summary(plan.spec), Text(""), tasks_table(plan.spec)]
+    if plan.provider_request is not None:
+        provider = Table.grid(padding=(0, 2))
+        provider.add_column(no_wrap=True)
+        provider.add_column(overflow="fold")
+        _request_rows(provider, plan.provider_request)
+        parts += [Text(""), Text("Provider request", style="bold underline"), provider]
+    return Group(*parts)
+
+
+@dataclass(frozen=True, slots=True)
+class _Fields:
+    backend: str | None
+    accelerator: str | None
+
+
+class SubmitScreen(Screen[None]):
+    """Choose where and on what a job runs, check the plan, and submit it.
+
+    | Key | Description |
+    | :- | :- |
+    | enter | Submit (the Submit button has the focus). |
+    | escape | Back, submitting nothing. |
+    | tab | Next field. |
+    """
+
+    HELP_TITLE = "Submit screen"
+    CSS_PATH = "../styles/submit.tcss"
+    BINDINGS = [
+        Binding("escape", "back", "Back", id="submit.back"),
+        Binding("enter", "submit", "Submit", id="submit.submit"),
+    ]
+
+    def __init__(self, job: str, *, project: Project | None = None) -> None:
+        """Submit ``job`` of ``project`` (the app's project when ``None``).
+
+        Args:
+            job: The job's name.
+            project: The project; ``app.project`` when ``None``.
+        """
+        super().__init__()
+        self.job = job
+        self.project = project
+        self.plan: RunPlan | None = None
+        self.error: str | None = None
+        self.submitting = False
+        self.submitted: RunHandle | None = None
+        self._generation = 0
+        self._debounce: Timer | None = None
+        self._prefilled: str | None = None
+
+    def compose(self) -> ComposeResult:
+        """Title, the fields, the buttons and status, the preview."""
+        title = Text("Submit ")
+        title.append_text(safe_text(self.job, "bold"))
+        yield Static(title, id="submit-title")
+        with Vertical(id="submit-form"):
+            with Horizontal(classes="submit-row"):
+                yield Label(Text("Backend"), classes="submit-label")
+                yield Select[str]([], id="submit-backend", compact=True, allow_blank=True)
+                yield Label(Text("Accelerator"), classes="submit-label")
+                yield Input(
+                    placeholder="as configured (KIND, KIND:COUNT, A,B)",
+                    id="submit-accelerator",
+                    compact=True,
+                )
+            with Horizontal(classes="submit-row"):
+                yield Button(Text("Submit"), id="submit-go", variant="primary", compact=True)
+                yield Button(Text("Back"), id="submit-back", compact=True)
+                yield Static(Text("Planning…", style="dim"), id="submit-status")
+        with VerticalScroll(id="submit-preview"):
+            yield Static(Text(""), id="submit-plan")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Fill the backend list and plan once with the configured values."""
+        self.query_one("#submit-go", Button).focus()
+        self._setup()
+
+    @work(thread=True, exclusive=True, group="submit-setup", exit_on_error=False)
+    def _setup(self) -> None:
+        from x_tui.compute.registry import backend_names
+
+        project = self.project or _project_of(self.app)
+        names = list(backend_names())
+        configured = project.config.backend if project.config is not None else None
+        if configured is not None and configured not in names:
+            names.append(configured)
+        self.app.call_from_thread(self._set_up, project, names, configured)
+
+    def _set_up(self, project: Project, names: list[str], configured: str | None) -> None:
+        if not self.is_attached:
+            return
+        self.project = project
+        select: Select[str] = self.query_one("#submit-backend", Select)
+        with self.prevent(Select.Changed):
+            select.set_options([(Text(name), name) for name in names])
+            if configured is not None:
+                select.value = configured
+        self._request_plan()
+
+    # Planning ---------------------------------------------------------------------------------
+
+    def _fields(self) -> _Fields:
+        select: Select[str] = self.query_one("#submit-backend", Select)
+        value = select.value
+        backend = value if isinstance(value, str) else None
+        typed = self.query_one("#submit-accelerator", Input).value.strip()
+        accelerator = typed if typed and typed != self._prefilled else None
+        return _Fields(backend=backend, accelerator=accelerator)
+
+    @on(Select.Changed, "#submit-backend")
+    @on(Input.Changed, "#submit-accelerator")
+    def _fields_changed(self) -> None:
+        if self._debounce is not None:
+            self._debounce.stop()
+        self._status(Text("Planning…", style="dim"))
+        self._debounce = self.set_timer(DEBOUNCE_SECONDS, self._request_plan)
+
+    def _request_plan(self) -> None:
+        if self.project is None:
+            return
+        self._generation += 1
+        self._plan(self._generation, self.project, self._fields())
+
+    @work(thread=True, group="submit-plan", exit_on_error=False)
+    def _plan(self, generation: int, project: Project, fields: _Fields) -> None:
+        service = service_of(self.app)
+        try:
+            plan = service.plan(
+                project, self.job, backend=fields.backend, accelerator=fields.accelerator
+            )
+        except Exception as error:  # shown in the screen; nothing is submitted
+            self.app.call_from_thread(self._planned, generation, None, describe_error(error))
+            return
+        self.app.call_from_thread(self._planned, generation, plan, None)
+
+    def _planned(self, generation: int, plan: RunPlan | None, error: str | None) -> None:
+        if generation != self._generation or not self.is_attached:
+            return
+        self.plan = plan
+        self.error = error
+        preview = self.query_one("#submit-plan", Static)
+        if plan is None:
+            self._status(safe_text(error or "no plan", "bold red"))
+            preview.update(Text("Fix the fields above to see the plan.", style="dim"))
+            return
+        accelerator = self.query_one("#submit-accelerator", Input)
+        if self._prefilled is None:
+            shown = plan.request.accelerator if plan.request is not None else None
+            configured = shown or plan.spec.resources.accelerator
+            self._prefilled = str(configured) if configured is not None else ""
+            if not accelerator.value:
+                with self.prevent(Input.Changed):
+                    accelerator.value = self._prefilled
+        if not self.submitting:
+            self._status(Text("Ready: enter submits (detached; closing x-tui never stops it)"))
+        preview.update(plan_renderable(plan))
+
+    def _status(self, text: Text) -> None:
+        self.query_one("#submit-status", Static).update(text)
+
+    # Submitting -------------------------------------------------------------------------------
+
+    @on(Button.Pressed, "#submit-go")
+    @on(Input.Submitted, "#submit-accelerator")
+    def action_submit(self) -> None:
+        """Plan from the fields as they are and submit that, detached."""
+        if self.submitting or self.project is None:
+            return
+        self.submitting = True
+        self.query_one("#submit-go", Button).disabled = True
+        self._status(Text("Submitting…", style="bold"))
+        self._submit(self.project, self._fields())
+
+    @work(thread=True, exclusive=True, group="submit-go", exit_on_error=False)
+    def _submit(self, project: Project, fields: _Fields) -> None:
+        service = service_of(self.app)
+        try:
+            plan = service.plan(
+                project, self.job, backend=fields.backend, accelerator=fields.accelerator
+            )
+            handle = service.submit(plan)
+        except Exception as error:  # nothing was submitted, or the backend said why not
+            self.app.call_from_thread(self._submit_failed, describe_error(error))
+            return
+        self.app.call_from_thread(self._submitted, handle)
+
+    def _submit_failed(self, reason: str) -> None:
+        self.submitting = False
+        if not self.is_attached:
+            notify(self.app, f"Submit failed: {reason}", severity="error")
+            return
+        self.query_one("#submit-go", Button).disabled = False
+        self._status(safe_text(f"Not submitted: {reason}", "bold red"))
+
+    def _submitted(self, handle: RunHandle) -> None:
+        from x_tui.app.run_screen import RunScreen
+
+        self.submitted = handle
+        self.submitting = False
+        if self.is_current:
+            self.app.switch_screen(RunScreen(handle, follow=True))
+        else:
+            notify(self.app, f"Submitted {handle.run_id}")
+
+    @on(Button.Pressed, "#submit-back")
+    def action_back(self) -> None:
+        """Back, submitting nothing."""
+        self.dismiss(None)
+
+
+def _project_of(app: App[object]) -> Project:
+    """The project the app shows: ``app.project``, else a screen's ``project``, else the cwd's."""
+    candidates = [getattr(app, "project", None)]
+    candidates += [getattr(screen, "project", None) for screen in reversed(app.screen_stack)]
+    for candidate in candidates:
+        if isinstance(candidate, Project):
+            return candidate
+    return operations.open_project(operations.locate_project())

@@ -209,6 +209,28 @@ def test_a_reused_pid_does_not_read_as_the_worker(tmp_path: Path) -> None:
         stranger.wait()
 
 
+def test_without_proc_the_worker_is_recognised_and_cancelled_through_ps(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What macOS and the BSDs get: start times, liveness and cancel from ``ps`` alone."""
+    monkeypatch.setattr(local_process, "_PROC", tmp_path / "no-proc")
+    (project / "scripts" / "sleeps.py").write_text(
+        "import time\nprint('sleeping', flush=True)\ntime.sleep(600)\n"
+    )
+    backend = local_backend(tmp_path / "state", grace=1.0)
+    handle = backend.submit(script_job("ps", "sleeps"), project=project)
+    assert handle.details["start_time"].count(":") == 2  # ps's lstart, such as 'Sat Sep 19 ...'
+    wait_for_line(backend, handle, "[sleeps] sleeping")
+    assert backend.status(handle) is RunState.RUNNING
+    moved = local_handle(
+        handle.run_id, Path(handle.details["run_dir"]), int(handle.details["pid"]), start_time="x"
+    )
+    assert backend.status(moved) is RunState.FAILED
+    backend.cancel(handle)
+    assert not is_running(int(handle.details["pid"]))
+    assert backend.status(handle) is RunState.CANCELLED
+
+
 # --- detached runs and cancel ----------------------------------------------------------------
 
 SUBMITTER = """

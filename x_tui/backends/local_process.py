@@ -111,7 +111,8 @@ def _ps_info(pid: int) -> ProcessInfo | None:
     for column in ("stat", "lstart", "sess", "command"):
         try:
             result = subprocess.run(
-                ["ps", "-o", f"{column}=", "-p", str(pid)],
+                # -ww: without a terminal, ps would cut the command line at 80 columns.
+                ["ps", "-ww", "-o", f"{column}=", "-p", str(pid)],
                 capture_output=True,
                 text=True,
                 errors="replace",

@@ -455,7 +455,7 @@ def test_the_job_budget_caps_tasks_and_a_task_with_no_time_left_never_starts(
     spec = job(
         task("long", "import time; time.sleep(600)", timeout=600),
         task("starved", "print('never')", timeout=600),
-        timeout=2,
+        timeout=3,
     )
 
     manifest = run_job(spec, project=project, outputs=outputs, echo=False)
@@ -706,6 +706,18 @@ def test_retries_for_a_task_the_job_lacks_are_refused(project: Path, outputs: Pa
 # --- cancel ------------------------------------------------------------------------------------
 
 
+def stop_once_written(path: Path, cancel: Cancellation) -> threading.Thread:
+    """Request a stop, as a signal handler would, once the running task has written ``path``."""
+
+    def stop() -> None:
+        wait_for(path, "the running task's mark")
+        cancel.request(signal.SIGTERM)
+
+    stopper = threading.Thread(target=stop)
+    stopper.start()
+    return stopper
+
+
 def test_a_stop_request_ends_the_running_task_and_leaves_the_manifest_unfinished(
     project: Path, outputs: Path, tmp_path: Path
 ) -> None:
@@ -723,13 +735,7 @@ def test_a_stop_request_ends_the_running_task_and_leaves_the_manifest_unfinished
         task("never", "print('never')"),
     )
     cancel = Cancellation()
-
-    def stop_when_ready() -> None:
-        wait_for(ready, "the running task's mark")
-        cancel.request(signal.SIGTERM)
-
-    stopper = threading.Thread(target=stop_when_ready)
-    stopper.start()
+    stopper = stop_once_written(ready, cancel)
     try:
         with pytest.raises(WorkerCancelled) as stopped:
             run_job(spec, project=project, outputs=outputs, echo=False, cancel=cancel)
@@ -743,6 +749,36 @@ def test_a_stop_request_ends_the_running_task_and_leaves_the_manifest_unfinished
     assert not manifest.finished
     assert [t.name for t in manifest.tasks] == ["done"]
     assert not (outputs / "never").exists()
+
+
+def test_a_task_that_ignores_sigterm_is_killed_after_the_grace(
+    project: Path, outputs: Path, tmp_path: Path, leftovers: list[int]
+) -> None:
+    pid_file = tmp_path / "stubborn.pid"
+    spec = job(
+        task(
+            "stubborn",
+            f"""
+            import os, signal, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            open({str(pid_file)!r}, "w").write(str(os.getpid()))
+            time.sleep(600)
+            """,
+        )
+    )
+    cancel = Cancellation()
+    stopper = stop_once_written(pid_file, cancel)
+    try:
+        with pytest.raises(WorkerCancelled):
+            run_job(spec, project=project, outputs=outputs, echo=False, cancel=cancel)
+    finally:
+        stopper.join()
+        cancel.close()
+
+    stubborn = read_pid(pid_file)
+    leftovers.append(stubborn)
+    assert not running(stubborn)
+    assert not (outputs / "manifest.json").exists()
 
 
 # --- the command line and the zipapp -----------------------------------------------------------

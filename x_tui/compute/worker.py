@@ -52,7 +52,7 @@ ATTEMPTS_NAME = "attempts.json"
 ATTEMPTS_DIR = "attempts"
 """Where an earlier attempt's logs are kept: ``<outputs>/attempts/<task>/<n>/``."""
 
-TERM_GRACE_SECONDS = 5.0
+TERM_GRACE_SECONDS = 3.0
 """How long a task may take to end after the worker forwards SIGTERM, before SIGKILL."""
 
 DRAIN_SECONDS = 1.0
@@ -305,9 +305,7 @@ class _Child:
                 now = time.monotonic()
                 if self._returncode is None:
                     self._enforce(now)
-                if self._returncode is not None and (
-                    now >= self._drain_end or not self._reading()
-                ):
+                if self._returncode is not None and (now >= self._drain_end or not self._reading()):
                     break
                 self._copy(self._timeout(now))
         finally:
@@ -319,6 +317,11 @@ class _Child:
 
     def _enforce(self, now: float) -> None:
         pgid = self._process.pid
+        if _has_exited(self._process):  # before the limit: a child that ended in time did
+            _signal_group(pgid, signal.SIGKILL)  # whatever it left running in its group
+            self._returncode = self._process.wait()
+            self._drain_end = time.monotonic() + DRAIN_SECONDS
+            return
         if self._cancel is not None and self._cancel.signum is not None and not self._terminated:
             self._terminated = True
             _signal_group(pgid, signal.SIGTERM)
@@ -326,10 +329,6 @@ class _Child:
         if not self._killed and now >= self._kill_at:
             self._killed, self._timed_out = True, not self._terminated
             _signal_group(pgid, signal.SIGKILL)
-        if _has_exited(self._process):
-            _signal_group(pgid, signal.SIGKILL)  # whatever the child left running in its group
-            self._returncode = self._process.wait()
-            self._drain_end = time.monotonic() + DRAIN_SECONDS
 
     def _reading(self) -> bool:
         return any(key.data not in (_WAKE, _EXITED) for key in self._selector.get_map().values())
@@ -430,10 +429,13 @@ class _Echo:
 
 
 def _write_all(log: IO[bytes], chunk: bytes) -> None:
+    """Write every byte to an unbuffered log, which may take a short write."""
     view = memoryview(chunk)
     while view:
         written = log.write(view)
-        view = view[written or 0 :]
+        if not written:
+            raise OSError(f"could not write to {log.name}")
+        view = view[written:]
 
 
 @dataclass(frozen=True)
@@ -739,6 +741,10 @@ def _load(args: argparse.Namespace) -> tuple[JobSpec, dict[str, int] | None]:
             raise _BadInput(f"{args.retries}: {error}") from None
     if not args.project.is_dir():
         raise _BadInput(f"--project {args.project}: not a directory")
+    try:
+        args.outputs.mkdir(parents=True, exist_ok=True)
+    except OSError as error:
+        raise _BadInput(f"--outputs {args.outputs}: {error.strerror or error}") from None
     return spec, retries
 
 
@@ -762,8 +768,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         spec, retries = _load(args)
-        args.outputs.mkdir(parents=True, exist_ok=True)
-    except (_BadInput, OSError) as error:
+    except _BadInput as error:
         sys.stderr.write("x-tui worker: " + " ".join(str(error).split()) + "\n")
         return 2
     cancel = Cancellation()

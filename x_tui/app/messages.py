@@ -2,7 +2,9 @@
 
 Workers (the monitor's watcher and poller threads, the service's calls) never touch widgets: they
 post one of these, and the screen that receives it updates its own widgets. Each message is a
-small dataclass so a test can assert on what was posted (``run_test(message_hook=...)``).
+small dataclass so a test can assert on what was posted (``run_test(message_hook=...)``). None of
+them bubbles: the app forwards a copy to each screen that should see it, and a screen's copy must
+not come back up to the app.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from x_tui.compute.store import StoredRuns
 
 
 @dataclass
-class RunsChanged(Message):
+class RunsChanged(Message, bubble=False):
     """The run store changed: a handle was added, rewritten or removed, or became unreadable.
 
     Attributes:
@@ -31,7 +33,7 @@ class RunsChanged(Message):
 
 
 @dataclass
-class RunStateChanged(Message):
+class RunStateChanged(Message, bubble=False):
     """A run's state, as its backend reports it, is not what it was last seen as.
 
     Attributes:
@@ -44,7 +46,7 @@ class RunStateChanged(Message):
 
 
 @dataclass
-class RunStatusFailed(Message):
+class RunStatusFailed(Message, bubble=False):
     """A run's backend could not say where the run is (an error, or no answer in time).
 
     Attributes:
@@ -57,7 +59,7 @@ class RunStatusFailed(Message):
 
 
 @dataclass
-class ConfigChanged(Message):
+class ConfigChanged(Message, bubble=False):
     """The project's ``pyproject.toml`` changed and was read again.
 
     Attributes:

@@ -79,6 +79,7 @@ class RunMonitor:
         max_interval: float = 10.0,
         error_interval: float = 60.0,
         parallel: int = 4,
+        poll: bool = True,
     ) -> None:
         """Watch ``service``'s store (and ``project``'s pyproject.toml) and post what changes.
 
@@ -90,10 +91,13 @@ class RunMonitor:
             max_interval: The longest wait between two polls of an unfinished run.
             error_interval: The longest wait after a backend failed to answer.
             parallel: How many status calls may be in flight at once.
+            poll: Whether to ask backends for states at all (off, only the final states kept
+                from earlier sessions are known; for tests that need a still picture).
         """
         self.service = service
         self.project = project
         self._post = post
+        self._polling = poll
         self._first = first_interval
         self._max = max_interval
         self._error_max = error_interval
@@ -140,7 +144,10 @@ class RunMonitor:
         """Start the watcher and the poller threads (once)."""
         if self._threads:
             return
-        for name, target in (("watch", self._watch_loop), ("poll", self._poll_loop)):
+        loops = [("watch", self._watch_loop)]
+        if self._polling:
+            loops.append(("poll", self._poll_loop))
+        for name, target in loops:
             thread = threading.Thread(target=target, name=f"x-tui monitor {name}", daemon=True)
             self._threads.append(thread)
             thread.start()

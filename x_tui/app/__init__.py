@@ -1,0 +1,47 @@
+"""The Textual application. ``run_app`` is the one entry point; it imports Textual only when called.
+
+Nothing is imported here at package import, so ``x_tui.app.service`` and ``x_tui.app.settings``
+load without Textual (the settings are read before Textual is imported, because the low-bandwidth
+profile sets ``TEXTUAL_FPS``, which Textual reads once).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+
+def run_app(
+    project: Path | None,
+    *,
+    demo: bool = False,
+    low_bandwidth: bool | None = None,
+    settings_file: Path | None = None,
+) -> int:
+    """Run the TUI until the user quits.
+
+    Args:
+        project: The project root; ``None`` outside a project (the runs are still shown).
+        demo: Open the bundled demo project instead (copied once to a writable place).
+        low_bandwidth: Force the low-bandwidth profile on or off (``--low-bandwidth``); ``None``
+            keeps the settings file's choice.
+        settings_file: Read the settings from this file instead of the default one.
+
+    Returns:
+        The exit status: 0 after a normal quit.
+    """
+    from x_tui.app.settings import apply_low_bandwidth_environment, load_settings
+
+    settings = load_settings(settings_file)
+    if low_bandwidth is not None:
+        settings = replace(settings, low_bandwidth=low_bandwidth)
+    apply_low_bandwidth_environment(settings)
+    if demo:
+        from x_tui.demo import prepare_demo_project
+
+        project = prepare_demo_project()
+    from x_tui.app.app import XTuiApp
+
+    app = XTuiApp(project, demo=demo, settings=settings)
+    result = app.run()
+    return result if isinstance(result, int) else app.return_code or 0

@@ -1,0 +1,154 @@
+"""The x-tui application: the service, the run monitor, the main screen and the user's settings.
+
+The app owns the engine's two long-lived parts, ``service`` (every backend call) and ``monitor``
+(the store watcher and state poller), and forwards the monitor's messages to the main screen and
+to the screen in front, so each screen updates its own widgets. Screens and their handlers live
+in modules of their own.
+
+| Key | Action |
+| --- | --- |
+| ``q`` | Quit (runs keep running: x-tui never stops a run by closing). |
+| ``?`` | Help for the keys that work here. |
+| ``escape`` | Back to the previous screen. |
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any, ClassVar
+
+from textual.app import App
+from textual.binding import Binding, BindingType
+from textual.message import Message
+from textual.screen import Screen
+
+from x_tui.app.main_screen import MainScreen
+from x_tui.app.messages import (
+    ConfigChanged,
+    RunsChanged,
+    RunStateChanged,
+    RunStatusFailed,
+    copy_message,
+)
+from x_tui.app.monitor import RunMonitor
+from x_tui.app.service import Service
+from x_tui.app.settings import Settings
+
+
+class XTuiApp(App[int]):
+    """Launch and watch the compute runs a project declares; see the module documentation."""
+
+    TITLE = "x-tui"
+    CSS_PATH = ["../styles/app.tcss", "../styles/main.tcss"]
+    HELP_TITLE = "Everywhere"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("q", "quit", "Quit", id="app.quit"),
+        Binding("question_mark", "help", "Help", id="app.help"),
+        Binding("escape", "back", "Back", id="app.back", show=False),
+    ]
+
+    def __init__(
+        self,
+        project: Path | None,
+        *,
+        demo: bool = False,
+        settings: Settings | None = None,
+        service: Service | None = None,
+        clock: Callable[[], float] = time.time,
+        poll: bool = True,
+    ) -> None:
+        """Show the jobs of ``project`` and every run in the store.
+
+        Args:
+            project: The project root; ``None`` outside a project.
+            demo: Whether ``project`` is the bundled demo (said in the title).
+            settings: The user's settings; defaults when ``None``.
+            service: The engine; one on the default state directory when ``None``.
+            clock: The current epoch time, for ages and durations (tests pass a frozen one).
+            poll: Whether the monitor asks backends for run states (snapshot tests turn it
+                off and rely on the final states kept from earlier sessions).
+        """
+        super().__init__()
+        self.project = project
+        self.settings = settings or Settings()
+        self.service = service or Service()
+        self.monitor = RunMonitor(self.service, self.post_message, project=project, poll=poll)
+        self.main_screen = MainScreen(project, clock=clock)
+        if demo:
+            self.sub_title = "demo"
+        if self.settings.low_bandwidth:
+            self.animation_level = "none"
+
+    def get_default_screen(self) -> Screen[None]:
+        """The main screen is the bottom of the screen stack."""
+        return self.main_screen
+
+    def on_mount(self) -> None:
+        """Apply the user's theme and keys, report what in the settings was unusable, start."""
+        self._apply_settings()
+        self.monitor.start()
+
+    def on_unmount(self) -> None:
+        """Stop the monitor's threads (runs are left running)."""
+        self.monitor.stop()
+
+    def _apply_settings(self) -> None:
+        settings = self.settings
+        problems = list(settings.problems)
+        if settings.theme is not None:
+            if settings.theme in self.available_themes:
+                self.theme = settings.theme
+            else:
+                themes = ", ".join(sorted(self.available_themes))
+                problems.append(
+                    f"{settings.path}: theme: {settings.theme!r} is not a theme here"
+                    f" (available: {themes})"
+                )
+        if settings.keys:
+            self.set_keymap(dict(settings.keys))
+        for problem in problems:
+            self.notify(problem, title="Settings", severity="warning", timeout=10, markup=False)
+
+    # The monitor's messages -------------------------------------------------------------------
+
+    def _forward(self, message: Message) -> None:
+        targets: list[Screen[Any]] = [self.main_screen]
+        if self.screen is not self.main_screen:
+            targets.append(self.screen)
+        for target in targets:
+            target.post_message(copy_message(message))
+
+    def on_runs_changed(self, message: RunsChanged) -> None:
+        """Forward to the main screen and the screen in front."""
+        self._forward(message)
+
+    def on_run_state_changed(self, message: RunStateChanged) -> None:
+        """Forward to the main screen and the screen in front."""
+        self._forward(message)
+
+    def on_run_status_failed(self, message: RunStatusFailed) -> None:
+        """Forward to the main screen and the screen in front."""
+        self._forward(message)
+
+    def on_config_changed(self, message: ConfigChanged) -> None:
+        """Forward to the main screen and the screen in front."""
+        self._forward(message)
+
+    # Actions ----------------------------------------------------------------------------------
+
+    def action_help(self) -> None:
+        """Show the keys that work where the user is (generated from the bindings)."""
+        try:
+            from x_tui.app.help_screen import HelpScreen, help_for
+        except ImportError:
+            self.notify("The help screen is not part of this build.", severity="error")
+            return
+        if not isinstance(self.screen, HelpScreen):
+            self.push_screen(help_for(self.screen))
+
+    async def action_back(self) -> None:
+        """Go back to the previous screen (the main screen stays)."""
+        if len(self.screen_stack) > 1:
+            await self.pop_screen()

@@ -1,0 +1,329 @@
+"""The main screen: the project's jobs beside every stored run, both live.
+
+From about 120 columns the two panes sit side by side; below that one pane shows at a time and
+``tab`` switches (the layout still works at 80x24). The job browser takes focus on open with the
+first job highlighted, so ``enter`` opens its submit screen. A configuration that cannot be read
+shows the problem panel in the jobs pane; the runs pane keeps working, in a project or not.
+
+The screen owns its widgets' state: the project is read and its jobs resolved in thread workers
+(which post :class:`ConfigChanged` / :class:`JobsResolved` back here), and the run monitor's
+messages arrive through the app.
+
+| Key | Action |
+| --- | --- |
+| ``tab`` | Switch pane. |
+| ``/`` | Filter the runs (``escape`` clears the filter). |
+| ``enter`` | On a job: submit it. On a run: open it. |
+| ``c`` ``f`` ``r`` ``y`` | On a run: cancel, fetch, re-run, copy its id. |
+| ``ctrl+r`` | Read the project and the run store again. |
+"""
+
+from __future__ import annotations
+
+import importlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
+from textual.containers import Vertical
+from textual.message import Message
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, Input, Static
+
+from x_tui.app.actions import RUN_ACTION_BINDINGS, RunActions, monitor_of, service_of
+from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
+from x_tui.compute.operations import JobList, Project
+from x_tui.compute.store import RunHandle
+from x_tui.widgets.job_browser import JobBrowser
+from x_tui.widgets.problem_panel import ProblemPanel
+from x_tui.widgets.runs_table import RunsTable
+from x_tui.widgets.safe_text import safe_text
+
+WIDE_COLUMNS = 120
+"""From this many columns the two panes are shown side by side."""
+
+
+@dataclass
+class JobsResolved(Message):
+    """A worker resolved the jobs of ``project`` (posted to the main screen only).
+
+    Attributes:
+        project: The project the jobs belong to.
+        jobs: Each job's spec, or why it does not resolve.
+    """
+
+    project: Project
+    jobs: JobList
+
+
+def lazy_screen(module: str, name: str) -> Callable[..., Screen[Any]] | None:
+    """A screen class from ``x_tui.app.<module>``, imported only when it is first wanted.
+
+    Args:
+        module: The module's name inside ``x_tui.app``.
+        name: The class's name.
+
+    Returns:
+        The class, or ``None`` when this build does not have it.
+    """
+    try:
+        found = importlib.import_module(f"x_tui.app.{module}")
+    except ImportError:
+        return None
+    screen = getattr(found, name, None)
+    return screen if callable(screen) else None
+
+
+class MainScreen(RunActions, Screen[None]):
+    """Jobs beside runs; see the module documentation."""
+
+    HELP_TITLE = "Main screen"
+    HORIZONTAL_BREAKPOINTS = [
+        (0, "-narrow"),
+        (WIDE_COLUMNS, "-wide"),
+    ]
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("tab", "switch_pane", "Switch pane", id="main.switch_pane"),
+        Binding("slash", "filter", "Filter runs", id="main.filter"),
+        Binding("escape", "clear_filter", "Clear filter", id="main.clear_filter"),
+        Binding("s", "submit", "Submit job", id="main.submit", show=False),
+        *RUN_ACTION_BINDINGS,
+        Binding("ctrl+r", "reload", "Reload", id="main.reload", show=False),
+    ]
+
+    def __init__(self, project: Path | None, *, clock: Callable[[], float] = time.time) -> None:
+        """Show the jobs of the project at ``project`` and every stored run.
+
+        Args:
+            project: The project root; ``None`` outside a project.
+            clock: The current epoch time, for ages and durations (tests pass a frozen one).
+        """
+        super().__init__()
+        self.project_root = project
+        self.project: Project | None = None
+        self._clock = clock
+
+    def compose(self) -> ComposeResult:
+        """Jobs pane, runs pane, footer."""
+        with Vertical(id="jobs-pane", classes="pane"):
+            yield ProblemPanel(id="problem")
+            yield JobBrowser(id="jobs")
+        with Vertical(id="runs-pane", classes="pane"):
+            yield Input(placeholder="filter runs: id, job, backend or state", id="runs-filter")
+            yield RunsTable(clock=self._clock, id="runs")
+            yield Static(id="run-detail")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        """Title the panes, focus the jobs, show the runs read so far and read the project."""
+        self.query_one("#jobs-pane").border_title = self._jobs_title()
+        self.query_one("#runs-pane").border_title = Text("Runs")
+        self.jobs.option_list.focus()
+        monitor = monitor_of(self.app)
+        if monitor is not None:
+            self._show_runs(RunsChanged(monitor.stored, False))
+        self.action_reload(store=False)
+
+    # Widgets ----------------------------------------------------------------------------------
+
+    @property
+    def jobs(self) -> JobBrowser:
+        """The job browser."""
+        return self.query_one("#jobs", JobBrowser)
+
+    @property
+    def runs(self) -> RunsTable:
+        """The runs table."""
+        return self.query_one("#runs", RunsTable)
+
+    def selected_run(self) -> RunHandle | None:
+        """The highlighted run, for the run actions (``c``, ``f``, ``r``, ``y``)."""
+        return self.runs.highlighted_handle()
+
+    def _jobs_title(self) -> Text:
+        if self.project_root is None:
+            return Text("Jobs")
+        return Text.assemble("Jobs · ", safe_text(self.project_root.name))
+
+    # Project ----------------------------------------------------------------------------------
+
+    def _read_project(self) -> None:
+        service = service_of(self.app)
+        project = service.open_project(self.project_root)
+        self.post_message(ConfigChanged(project))
+
+    def _resolve_jobs(self, project: Project) -> None:
+        jobs = service_of(self.app).list_jobs(project)
+        self.post_message(JobsResolved(project, jobs))
+
+    def on_config_changed(self, message: ConfigChanged) -> None:
+        """Show the project as it reads now and resolve its jobs in a worker."""
+        project = message.project
+        self.project = project
+        config = project.config
+        self.query_one(ProblemPanel).show_problem(project.problem)
+        names = list(config.jobs) if config is not None else []
+        reason = str(project.problem) if project.problem is not None else "No jobs configured."
+        self.jobs.show_jobs(
+            names, backend=config.backend if config else None, empty_reason=reason
+        )
+        if names:
+            self.run_worker(
+                lambda: self._resolve_jobs(project),
+                thread=True,
+                exclusive=True,
+                group="jobs",
+                name="resolve jobs",
+                exit_on_error=False,
+            )
+
+    def on_jobs_resolved(self, message: JobsResolved) -> None:
+        """Show the resolved jobs, if they belong to the project shown now."""
+        if message.project is self.project:
+            self.jobs.show_resolved(message.jobs)
+
+    # Runs -------------------------------------------------------------------------------------
+
+    def on_runs_changed(self, message: RunsChanged) -> None:
+        """Bring the runs table in line with the store."""
+        self._show_runs(message)
+
+    def _show_runs(self, message: RunsChanged) -> None:
+        monitor = monitor_of(self.app)
+        table = self.runs
+        if monitor is None:
+            table.show_stored(message.stored)
+        else:
+            table.show_stored(message.stored, states=monitor.state_of, ended=monitor.ended_at)
+        self._title_runs()
+        self._describe_highlighted()
+
+    def on_run_state_changed(self, message: RunStateChanged) -> None:
+        """Show a run's new state."""
+        monitor = monitor_of(self.app)
+        ended = monitor.ended_at(message.run_id) if monitor is not None else None
+        self.runs.set_state(message.run_id, message.state, ended)
+        self._describe_highlighted()
+
+    def on_run_status_failed(self, message: RunStatusFailed) -> None:
+        """Show that a run's backend could not say where it is."""
+        self.runs.set_problem(message.run_id, message.reason)
+        self._describe_highlighted()
+
+    @on(DataTable.RowHighlighted, "#runs")
+    def _row_highlighted(self) -> None:
+        self._describe_highlighted()
+
+    def _describe_highlighted(self) -> None:
+        self.query_one("#run-detail", Static).update(
+            self.runs.describe(self.runs.highlighted_key())
+        )
+
+    def _title_runs(self) -> None:
+        table = self.runs
+        monitor = monitor_of(self.app)
+        total = len(monitor.stored.handles) + len(monitor.stored.unreadable) if monitor else 0
+        if table.filter_text:
+            title = Text.assemble(
+                f"Runs · {table.shown_count} of {total} matching ", safe_text(table.filter_text)
+            )
+        else:
+            title = Text(f"Runs · {total}")
+        self.query_one("#runs-pane").border_title = title
+
+    # Actions ----------------------------------------------------------------------------------
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer the run actions on the runs pane only, and ``escape`` only while filtering."""
+        if action in ("cancel_run", "fetch_run", "rerun", "copy_run_id"):
+            return self.runs.has_focus
+        if action == "clear_filter":
+            return self.query_one("#runs-filter", Input).display
+        return True
+
+    def action_switch_pane(self) -> None:
+        """Show (narrow) or focus (wide) the other pane."""
+        if self.jobs.option_list.has_focus or self.jobs.has_focus_within:
+            self._show_pane("runs")
+        else:
+            self._show_pane("jobs")
+
+    def _show_pane(self, pane: str) -> None:
+        self.set_class(pane == "runs", "-show-runs")
+        if pane == "runs":
+            self.runs.focus()
+        else:
+            self.jobs.option_list.focus()
+
+    def action_filter(self) -> None:
+        """Open the runs filter."""
+        self._show_pane("runs")
+        field = self.query_one("#runs-filter", Input)
+        field.display = True
+        field.focus()
+        self.refresh_bindings()
+
+    def action_clear_filter(self) -> None:
+        """Clear and close the runs filter."""
+        field = self.query_one("#runs-filter", Input)
+        field.value = ""
+        field.display = False
+        self.runs.set_filter("")
+        self._title_runs()
+        self.runs.focus()
+        self.refresh_bindings()
+
+    @on(Input.Changed, "#runs-filter")
+    def _filter_changed(self, event: Input.Changed) -> None:
+        self.runs.set_filter(event.value)
+        self._title_runs()
+        self._describe_highlighted()
+
+    @on(Input.Submitted, "#runs-filter")
+    def _filter_submitted(self) -> None:
+        self.runs.focus()
+
+    def action_reload(self, store: bool = True) -> None:
+        """Read the project (and, unless told not to, the run store) again, in workers."""
+        self.run_worker(
+            self._read_project, thread=True, exclusive=True, group="project",
+            name="read project", exit_on_error=False,
+        )
+        monitor = monitor_of(self.app)
+        if store and monitor is not None:
+            self.run_worker(
+                monitor.rescan, thread=True, group="rescan", name="rescan", exit_on_error=False
+            )
+
+    def action_submit(self) -> None:
+        """Open the submit screen of the highlighted job."""
+        job = self.jobs.highlighted_job
+        if job is None:
+            self.notify("No job to submit: the project declares none.", severity="warning")
+            return
+        self._open_submit(job)
+
+    @on(JobBrowser.JobChosen)
+    def _job_chosen(self, message: JobBrowser.JobChosen) -> None:
+        self._open_submit(message.job)
+
+    def _open_submit(self, job: str) -> None:
+        screen = lazy_screen("submit_screen", "SubmitScreen")
+        if screen is None:
+            self.notify("The submit screen is not part of this build.", severity="error")
+            return
+        self.app.push_screen(screen(job))
+
+    @on(RunsTable.RunChosen)
+    def _run_chosen(self, message: RunsTable.RunChosen) -> None:
+        screen = lazy_screen("run_screen", "RunScreen")
+        if screen is None:
+            self.notify("The run screen is not part of this build.", severity="error")
+            return
+        self.app.push_screen(screen(message.handle))

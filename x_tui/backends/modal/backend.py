@@ -1,0 +1,397 @@
+"""``ModalBackend``: submit, follow, fetch and cancel runs on Modal.
+
+A run is one detached app holding one function, spawned once: the worker zipapp on the project's
+interpreter, the outputs Volume at ``/outputs`` and each of the job's mounts at its path. The
+handle's details name the app (``app_id``) and the call (``call_id``).
+
+Every call that reaches Modal first checks that credentials are configured (no RPC, no import of
+``modal``), then runs with a deadline. Status is ``running`` while the call has no result, then
+what the manifest on the outputs Volume says; a call that ended without a finished manifest is
+``failed``, and a cancellation made here (a marker under the state directory) is ``cancelled``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib
+import threading
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, Final
+
+from x_tui.backends.modal import credentials, logs, outputs, sdk
+from x_tui.backends.modal.container import container_function
+from x_tui.backends.modal.deadline import call_with_deadline
+from x_tui.backends.modal.request import OUTPUTS_DIR, PROJECT_DIR, ModalRequest, build_request
+from x_tui.backends.modal.settings import ModalSettings
+from x_tui.compute.backend import Capability, RunState, new_run
+from x_tui.compute.errors import BackendUnavailableError, BadRecordError, ProviderError
+from x_tui.compute.extensions import ResourceRequest
+from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
+from x_tui.compute.records import JsonValue, RecordError, dumps_compact
+from x_tui.compute.spec import JobSpec
+from x_tui.compute.store import RunHandle, backend_state_dir, run_id_time
+from x_tui.compute.worker_bundle import WORKER_NAME, worker_digest, write_worker_zipapp
+
+NAME: Final = "modal"
+CANCELLED: Final = "cancelled"
+"""The directory, under the backend's state directory, of the runs cancelled from here."""
+
+
+class ModalBackend:
+    """Runs jobs on Modal.
+
+    The deadlines are attributes, so a caller (or a test) may shorten them on an instance.
+    """
+
+    name: str = NAME
+    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PEEK, Capability.PLAN})
+
+    rpc_seconds: float = 30.0
+    """How long one call to Modal (a status, a cancel, a chunk of a file) may take."""
+    submit_seconds: float = 3600.0
+    """How long building the image and spawning the run may take."""
+    logs_seconds: float = 120.0
+    """How long fetching a run's logs without following may take."""
+    poll_seconds: float = 2.0
+    """How long a followed log waits for a line before it asks whether the run is final."""
+    drain_seconds: float = 5.0
+    """How long a followed log is still read once the run is final."""
+
+    def __init__(self, settings: Mapping[str, JsonValue] | None = None) -> None:
+        """Read the backend's settings.
+
+        Args:
+            settings: The ``[tool.substrax.compute.backends.modal]`` table.
+
+        Raises:
+            BackendUnavailableError: If ``modal`` is not installed, saying how to install it.
+            ConfigError: If ``outputs_volume`` is missing, or a setting is unknown or invalid.
+        """
+        if not sdk.modal_installed():
+            raise BackendUnavailableError(sdk.INSTALL_HINT)
+        self.settings = ModalSettings.read(settings)
+
+    # Planning --------------------------------------------------------------------------------
+
+    @property
+    def state_dir(self) -> Path:
+        """Where this backend keeps its local files: ``<state_dir>/compute/modal``."""
+        return backend_state_dir(self.settings.state_dir, NAME)
+
+    def request(
+        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+    ) -> ModalRequest:
+        """What submitting ``spec`` would ask Modal for.
+
+        Args:
+            spec: The job.
+            project: The project root.
+            request: The job's resources as written (alternatives, exact kinds); the spec's when
+                ``None``.
+
+        Raises:
+            ConfigError: If Modal would refuse the job (timeout, mounts, accelerator).
+        """
+        digest = worker_digest()
+        return build_request(
+            spec,
+            project=project,
+            settings=self.settings,
+            worker_file=self.state_dir / "worker" / digest / WORKER_NAME,
+            worker_digest=digest,
+            request=request,
+        )
+
+    def plan(
+        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+    ) -> Mapping[str, JsonValue]:
+        """The image layers, function options and Volumes ``submit`` would use; no Modal call.
+
+        Args:
+            spec: The job.
+            project: The project root.
+            request: The job's resources as written; the spec's when ``None``.
+
+        Returns:
+            The request as JSON.
+
+        Raises:
+            ConfigError: If Modal would refuse the job (timeout, mounts, accelerator).
+        """
+        return self.request(spec, project=project, request=request).to_json()
+
+    # Submitting ------------------------------------------------------------------------------
+
+    def submit(
+        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+    ) -> RunHandle:
+        """Build the image and spawn the worker in a detached app; return at once.
+
+        Args:
+            spec: The job.
+            project: The project root.
+            request: The job's resources as written; the spec's when ``None``.
+
+        Returns:
+            The run's handle; its details name the app and the call.
+
+        Raises:
+            ConfigError: If Modal would refuse the job; nothing is built.
+            BackendUnavailableError: If Modal has no credentials here, or refuses them.
+            ProviderError: If Modal did not answer in time or failed (the image did not build,
+                the image builder is too old for ``Image.uv_sync``...).
+        """
+        planned = self.request(spec, project=project, request=request)
+        run = new_run(spec, project, settings=self.settings.table())
+        credentials.require_credentials()
+        modal = sdk.import_modal()
+        write_worker_zipapp(planned.worker_file.parent, planned.worker_file.name)
+        outputs_volume, *mounts = [
+            sdk.volume(modal, mount, planned.environment) for mount in planned.volumes
+        ]
+        self._ask(outputs_volume.hydrate, "creating the outputs Volume")
+        app = modal.App(planned.app_name)
+        function = app.function(
+            image=sdk.build_image(modal, planned),
+            volumes={
+                mount.path: found
+                for mount, found in zip(planned.volumes, [outputs_volume, *mounts], strict=True)
+            },
+            **planned.function.keywords(),
+        )(container_function())
+        arguments = {
+            "spec_json": dumps_compact(spec),
+            "run_id": run.run_id,
+            "python": planned.python,
+            "worker": planned.worker_path,
+            "project": PROJECT_DIR,
+            "outputs": OUTPUTS_DIR,
+            "volume": self.settings.outputs_volume,
+            "environment": planned.environment,
+        }
+        abandoned = threading.Event()
+
+        def spawn() -> tuple[str, str]:
+            with app.run(detach=True, environment_name=planned.environment):
+                call = function.spawn(**arguments)
+            if abandoned.is_set():  # the caller gave up: leave nothing running unseen
+                call.cancel(terminate_containers=True)
+                app.stop()
+            return str(app.app_id or ""), str(call.object_id)
+
+        try:
+            app_id, call_id = self._ask(
+                spawn, "building the image and submitting the run", seconds=self.submit_seconds
+            )
+        except ProviderError:
+            abandoned.set()
+            raise
+        return run.handle(NAME, {"app_id": app_id, "call_id": call_id})
+
+    def _ask(self, call: Any, what: str, *, seconds: float | None = None) -> Any:
+        try:
+            return call_with_deadline(
+                call, seconds=self.rpc_seconds if seconds is None else seconds, what=what
+            )
+        except Exception as error:
+            if sdk.is_modal_error(error):
+                raise sdk.provider_error(error, what=what) from None
+            raise
+
+    # Following -------------------------------------------------------------------------------
+
+    def _marker(self, run_id: str) -> Path:
+        return self.state_dir / CANCELLED / run_id
+
+    def _volume(self) -> Any:
+        modal = sdk.import_modal()
+        return modal.Volume.from_name(
+            self.settings.outputs_volume, environment_name=self.settings.environment
+        )
+
+    def _call_ended(self, handle: RunHandle) -> bool:
+        modal = sdk.import_modal()
+        call = modal.FunctionCall.from_id(handle.details["call_id"])
+        what = "reading the run's status"
+
+        def poll() -> bool:
+            try:
+                call.get(timeout=0)
+            except TimeoutError:  # the builtin one: the call has no result yet
+                return False
+            except Exception as error:
+                exception = importlib.import_module("modal.exception")
+                if isinstance(error, (exception.AuthError, exception.ConnectionError)):
+                    raise
+                return True  # it failed, expired, timed out or was cancelled: it ended
+            return True
+
+        return bool(self._ask(poll, what))
+
+    def status(self, handle: RunHandle) -> RunState:
+        """Where the run is: running while its call has no result, then from its manifest.
+
+        Args:
+            handle: The run.
+
+        Returns:
+            ``cancelled`` when it was cancelled from here; ``running`` while the call has no
+            result; else ``succeeded`` or ``failed`` as its finished manifest says, and
+            ``failed`` when the call ended without one.
+
+        Raises:
+            BackendUnavailableError: If Modal has no credentials here, or refuses them.
+            ProviderError: If Modal did not answer in time.
+            BadRecordError: If the manifest on the Volume cannot be read.
+        """
+        if self._marker(handle.run_id).exists():
+            return RunState.CANCELLED
+        credentials.require_credentials()
+        if not self._call_ended(handle):
+            return RunState.RUNNING
+        text = self._read(handle, MANIFEST_NAME)
+        if text is None:
+            return RunState.FAILED
+        source = f"Modal Volume {self.settings.outputs_volume}: {handle.run_id}/{MANIFEST_NAME}"
+        try:
+            manifest = parse_manifest(text, source=source)
+        except RecordError as error:
+            raise BadRecordError(str(error)) from None
+        if not manifest.finished:
+            return RunState.FAILED
+        return RunState.SUCCEEDED if manifest.succeeded else RunState.FAILED
+
+    def _read(self, handle: RunHandle, relative: str) -> bytes | None:
+        volume = self._volume()
+        path = f"{handle.run_id}/{relative}"
+        try:
+            return outputs.read_file(volume, path, seconds=self.rpc_seconds)
+        except Exception as error:
+            if sdk.is_modal_error(error):
+                raise sdk.provider_error(error, what=f"reading {path}") from None
+            raise
+
+    def peek(self, handle: RunHandle, path: str) -> bytes | None:
+        """Read one file of the run's outputs on the Volume, while it runs or after.
+
+        Args:
+            handle: The run.
+            path: The file, relative to the run's outputs (``manifest.json``, ``devices.log``,
+                ``<task>/stdout.log``).
+
+        Returns:
+            Its bytes as last committed, or ``None`` when it is not there (yet).
+
+        Raises:
+            ValueError: If ``path`` could lead outside the run's outputs.
+            BackendUnavailableError: If Modal has no credentials here, or refuses them.
+            ProviderError: If Modal did not answer in time.
+        """
+        relative = outputs.relative_path(path)
+        credentials.require_credentials()
+        return self._read(handle, relative.as_posix())
+
+    def logs(self, handle: RunHandle, *, follow: bool) -> Iterator[str]:
+        """The run's log lines from Modal's log stream, each task's prefixed with its name.
+
+        Args:
+            handle: The run.
+            follow: Keep reading until the run is final.
+
+        Yields:
+            Each line, without its line ending.
+
+        Raises:
+            BackendUnavailableError: If Modal has no credentials here, or is not installed.
+            ProviderError: If the stream failed or, without follow, did not end in time.
+        """
+        credentials.require_credentials()
+        command = logs.logs_command(
+            handle.details["app_id"],
+            environment=self.settings.environment,
+            follow=follow,
+            since=submitted_since(handle),
+        )
+        if not follow:
+            yield from logs.fetch_lines(command, seconds=self.logs_seconds)
+            return
+        yield from logs.follow_lines(
+            command,
+            is_final=lambda: self.status(handle).is_final,
+            poll_seconds=self.poll_seconds,
+            drain_seconds=self.drain_seconds,
+        )
+
+    def fetch(self, handle: RunHandle, destination: Path) -> Path:
+        """Copy ``<run_id>/`` of the outputs Volume to ``destination / handle.run_id``.
+
+        Args:
+            handle: The run.
+            destination: The directory to copy into.
+
+        Returns:
+            The copy.
+
+        Raises:
+            BackendUnavailableError: If Modal has no credentials here, or refuses them.
+            ProviderError: If the Volume holds no files of the run, an entry leads outside
+                ``<run_id>/`` (nothing is fetched), or Modal did not answer in time.
+        """
+        credentials.require_credentials()
+        volume = self._volume()
+        try:
+            return outputs.download_run(
+                volume,
+                volume=self.settings.outputs_volume,
+                run_id=handle.run_id,
+                destination=destination,
+                seconds=self.rpc_seconds,
+            )
+        except Exception as error:
+            if sdk.is_modal_error(error):
+                raise sdk.provider_error(error, what=f"fetching {handle.run_id}") from None
+            raise
+
+    def cancel(self, handle: RunHandle) -> None:
+        """Cancel the call, stop its containers and the app; a run that ended is left as it is.
+
+        Cancelling twice is harmless: a run cancelled from here is final, and left alone.
+
+        Args:
+            handle: The run.
+
+        Raises:
+            BackendUnavailableError: If Modal has no credentials here, or refuses them.
+            ProviderError: If Modal did not answer in time or refused; a call that could not be
+                cancelled is not marked cancelled. A stopped call whose app could not be stopped
+                stays cancelled, and the message says how to stop the app.
+        """
+        if self.status(handle).is_final:
+            return
+        modal = sdk.import_modal()
+        marker = self._marker(handle.run_id)
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.touch()  # first, so a status read meanwhile never reports the cancel as a failure
+        call = modal.FunctionCall.from_id(handle.details["call_id"])
+        try:
+            self._ask(lambda: call.cancel(terminate_containers=True), "cancelling the run")
+        except BaseException:
+            marker.unlink(missing_ok=True)
+            raise
+        app_id = handle.details["app_id"]
+        try:
+            self._ask(
+                lambda: modal.App.lookup(app_id, environment_name=self.settings.environment).stop(),
+                f"stopping the app {app_id}",
+            )
+        except ProviderError as error:
+            raise ProviderError(
+                f"run {handle.run_id} is cancelled, but its app was not stopped ({error}); stop it"
+                f" with `modal app stop {app_id}`"
+            ) from None
+
+
+def submitted_since(handle: RunHandle) -> dt.datetime:
+    """When the run's log range starts: its submission, or its id's time if that is earlier."""
+    return min(handle.submitted_at, run_id_time(handle.run_id) or handle.submitted_at)

@@ -1,0 +1,182 @@
+"""A run's log lines from Modal's own log stream: ``python -m modal app logs APP``.
+
+The command runs in a child process of this interpreter, so nothing Modal prints reaches x-tui's
+terminal. Without follow it fetches every entry since the run was submitted (``--since``; without
+it Modal prints only the last 100) and must finish within a deadline. With follow (``--follow``,
+which Modal does not let ``--since`` join) the stream is read through a thread; once a poll finds
+no line and the run is final, what is still coming is drained for a few seconds and the stream is
+stopped, since a detached app's stream may outlive its run.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import IO, Final
+
+from x_tui.backends.modal.deadline import unanswered
+from x_tui.backends.modal.sdk import one_line
+from x_tui.compute.errors import ProviderError
+
+MAX_RANGE: Final = dt.timedelta(days=34)
+"""The longest range asked for without follow (Modal refuses more than 35 days)."""
+EARLY: Final = dt.timedelta(minutes=1)
+"""How long before submission the range starts, so the container's first lines are in it."""
+_END: Final = object()
+_STDERR_LINES: Final = 20
+
+
+def logs_command(
+    app_id: str,
+    *,
+    environment: str | None,
+    follow: bool,
+    since: dt.datetime,
+    now: dt.datetime | None = None,
+) -> list[str]:
+    """The ``modal app logs`` command line for a run's app.
+
+    Args:
+        app_id: The app (``ap-...``).
+        environment: The Modal environment, when one is set.
+        follow: Stream until the app stops, rather than fetch what is there.
+        since: When the run was submitted; the fetched range starts a minute earlier.
+        now: The current time (for tests); the clock's when ``None``.
+
+    Returns:
+        The argv.
+    """
+    command = [sys.executable, "-m", "modal", "app", "logs", app_id]
+    if environment:
+        command += ["--env", environment]
+    if follow:
+        command.append("--follow")
+    else:
+        current = now or dt.datetime.now(dt.UTC)
+        start = max(since - EARLY, current - MAX_RANGE)
+        command += ["--since", start.astimezone(dt.UTC).isoformat()]
+    return command
+
+
+def _decode(raw: bytes) -> str:
+    text = raw.decode("utf-8", errors="replace")
+    if text.endswith("\n"):
+        text = text[:-1]
+    return text.removesuffix("\r")
+
+
+def _failure(code: int, stderr: str) -> ProviderError:
+    lines = [line for line in stderr.splitlines() if line.strip()]
+    said = one_line(lines[-1]) if lines else "no message"
+    return ProviderError(f"`modal app logs` failed (exit {code}): {said}")
+
+
+def fetch_lines(command: list[str], *, seconds: float) -> list[str]:
+    """Run a non-following ``modal app logs`` and return its lines.
+
+    Raises:
+        ProviderError: If it did not finish within ``seconds``, or failed (its last line said).
+    """
+    try:
+        done = subprocess.run(
+            command, capture_output=True, timeout=seconds, stdin=subprocess.DEVNULL, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise unanswered(seconds, "reading the run's logs") from None
+    if done.returncode != 0:
+        raise _failure(done.returncode, done.stderr.decode("utf-8", errors="replace"))
+    return [_decode(line) for line in done.stdout.splitlines(keepends=True)]
+
+
+def _pump(stream: IO[bytes], channel: queue.Queue[object]) -> None:
+    for raw in iter(stream.readline, b""):
+        channel.put(_decode(raw))
+    channel.put(_END)
+
+
+def _keep_tail(stream: IO[bytes], tail: list[str]) -> None:
+    for raw in iter(stream.readline, b""):
+        tail.append(_decode(raw))
+        del tail[:-_STDERR_LINES]
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is not None:
+        return
+    process.terminate()
+    try:
+        process.wait(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+def follow_lines(
+    command: list[str],
+    *,
+    is_final: Callable[[], bool],
+    poll_seconds: float,
+    drain_seconds: float,
+) -> Iterator[str]:
+    """Stream a following ``modal app logs`` until it ends or the run is final and drained.
+
+    Args:
+        command: The argv, with ``--follow``.
+        is_final: Whether the run has ended; asked when a poll finds no line. A
+            :class:`ProviderError` from it counts as "not yet".
+        poll_seconds: How long a poll waits for a line.
+        drain_seconds: How long lines are still read once the run is final.
+
+    Yields:
+        Each line, without its line ending.
+
+    Raises:
+        ProviderError: If the stream failed before the run was final (its last line said).
+    """
+    process = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    channel: queue.Queue[object] = queue.Queue()
+    tail: list[str] = []
+    threading.Thread(
+        target=_pump, args=(process.stdout, channel), name="x-tui modal logs", daemon=True
+    ).start()
+    errors = threading.Thread(
+        target=_keep_tail, args=(process.stderr, tail), name="x-tui modal logs", daemon=True
+    )
+    errors.start()
+    final_at: float | None = None
+    try:
+        while True:
+            wait = poll_seconds
+            if final_at is not None:
+                wait = max(0.0, final_at + drain_seconds - time.monotonic())
+            try:
+                item = channel.get(timeout=wait)
+            except queue.Empty:
+                if final_at is not None:
+                    return
+                try:
+                    final = is_final()
+                except ProviderError:
+                    final = False
+                if final:
+                    final_at = time.monotonic()
+                continue
+            if item is _END:
+                code = process.wait()
+                errors.join(timeout=2.0)
+                if code != 0 and final_at is None:
+                    raise _failure(code, "\n".join(tail))
+                return
+            assert isinstance(item, str)
+            yield item
+    finally:
+        _stop(process)

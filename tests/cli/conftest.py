@@ -7,7 +7,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -154,6 +154,11 @@ class Cli:
                     tree[str(path)] = "dir"
         return tree
 
+    def write_pyproject(self, *, jobs: str = "", top: str = "", local: str | None = None) -> None:
+        """Rewrite the project's pyproject.toml: the three jobs, plus ``jobs`` and ``top``."""
+        text = pyproject(sys.executable, jobs=jobs, top=top, local=local)
+        (self.project / "pyproject.toml").write_text(text)
+
     def cancel_leftovers(self) -> None:
         """Cancel every run still going, so a test that fails half way leaves no sleeper."""
         listed = self("status", "--json")
@@ -166,16 +171,34 @@ class Cli:
                 self("cancel", run["run_id"])
 
 
-def cli_for(project: Path, state: Path) -> Cli:
-    """``x-tui`` in ``project`` with the state directory ``state`` and no other SUBSTRAX_ vars."""
+def cli_for(project: Path, state: Path, *, pycache: Path) -> Cli:
+    """``x-tui`` in ``project`` with the state directory ``state`` and no other SUBSTRAX_ vars.
+
+    ``PYTHONUNBUFFERED`` is removed so the tests see x-tui's own flushing, and bytecode is cached
+    under ``pycache`` (outside the tree) so each process does not compile every module again.
+    """
     env = {key: value for key, value in os.environ.items() if not key.startswith("SUBSTRAX_")}
+    for name in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
+    env["PYTHONPYCACHEPREFIX"] = str(pycache)
     env["SUBSTRAX_STATE_DIR"] = str(state)
     return Cli(project=project, state=state, env=env)
 
 
+@pytest.fixture(scope="session")
+def new_cli(tmp_path_factory: pytest.TempPathFactory) -> Callable[..., Cli]:
+    """Make ``x-tui`` in a fresh project under a directory: ``new_cli(root, top=...)``."""
+    pycache = tmp_path_factory.mktemp("pycache")
+
+    def make(root: Path, *, top: str = 'backend = "local"') -> Cli:
+        return cli_for(make_project(root / "project", top=top), root / "state", pycache=pycache)
+
+    return make
+
+
 @pytest.fixture
-def cli(tmp_path: Path) -> Iterator[Cli]:
+def cli(tmp_path: Path, new_cli: Callable[..., Cli]) -> Iterator[Cli]:
     """``x-tui`` in a fresh project (backend ``local``) with its own state directory."""
-    runner = cli_for(make_project(tmp_path / "project"), tmp_path / "state")
+    runner = new_cli(tmp_path)
     yield runner
     runner.cancel_leftovers()

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Literal, cast
 
 from rich.text import Text
 from textual.app import App
-from textual.binding import Binding
+from textual.binding import ActiveBinding, Binding
 from textual.message import Message
 from textual.screen import Screen
 
@@ -359,6 +359,16 @@ class RunActions:
     def selected_run(self) -> RunHandle | None:
         """The run the actions apply to; ``None`` when no run is selected."""
         return None
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """The screen's active bindings with its own first, so the footer shows the run actions
+        even when a widget with many keys of its own (a log view) has the focus."""
+        screen = cast("Screen[object]", self)
+        bindings: dict[str, ActiveBinding] = Screen.active_bindings.fget(screen)  # type: ignore[attr-defined]
+        own = {key: active for key, active in bindings.items() if active.node is screen}
+        rest = {key: active for key, active in bindings.items() if active.node is not screen}
+        return {**own, **rest}
 
     def _run_for_action(self) -> tuple[Screen[object], RunHandle] | None:
         screen = cast("Screen[object]", self)

@@ -3,8 +3,8 @@
 Nothing here is written by hand: the keys and descriptions come from the ``BINDINGS`` of the
 focused widget, its containers, the screen and the app, exactly as Textual resolves them at that
 moment (a key shadowed by a nearer binding is listed once, with the meaning it has there). Keys
-are grouped by where they are bound, the screen's own first and the app's last; keys that cannot
-act right now are dimmed.
+are grouped by where they are bound: the screen's own, then the app's ("Everywhere"), then the
+focused widget's and its containers'; keys that cannot act right now are dimmed.
 """
 
 from __future__ import annotations
@@ -42,14 +42,14 @@ def _rank(node: DOMNode) -> int:
     if isinstance(node, Screen):
         return 0
     if isinstance(node, App):
-        return 2
-    return 1
+        return 1
+    return 2
 
 
 def group_bindings(
     bindings: Mapping[str, ActiveBinding],
 ) -> list[tuple[str, list[ActiveBinding]]]:
-    """Group active bindings by where they are bound, the screen first and the app last.
+    """Group active bindings by where they are bound: the screen, the app, then widgets.
 
     Args:
         bindings: The active bindings, by key (``Screen.active_bindings``).

@@ -13,15 +13,17 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Group
 from rich.text import Text
 from textual import on, work
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.content import Content
+from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
 
@@ -29,6 +31,7 @@ from x_tui.app.actions import (
     RUN_ACTION_BINDINGS,
     FetchProgress,
     RunActions,
+    describe_error,
     format_bytes,
     monitor_of,
     service_of,
@@ -36,7 +39,6 @@ from x_tui.app.actions import (
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
 from x_tui.app.run_sources import STREAMS, RunReader, RunSnapshot
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import UserError
 from x_tui.compute.manifest import TaskStatus
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle
@@ -73,6 +75,11 @@ FIXED_TABS = ("tab-log", "tab-manifest", "tab-devices", "tab-spec")
 def utc_now() -> dt.datetime:
     """Now, in UTC (the run screen's default clock)."""
     return dt.datetime.now(dt.UTC)
+
+
+def low_bandwidth(app: App[object]) -> bool:
+    """Whether the user chose the low-bandwidth profile (``app.settings.low_bandwidth``)."""
+    return bool(getattr(getattr(app, "settings", None), "low_bandwidth", False))
 
 
 def header_renderable(
@@ -175,7 +182,7 @@ class TaskLogs(Vertical):
     def compose(self) -> ComposeResult:
         """A toolbar line over the log view."""
         yield Static(self._toolbar(), classes="task-toolbar")
-        yield LogView(None, follow=True)
+        yield LogView(None, follow=True, low_bandwidth=low_bandwidth(self.app))
 
     def _toolbar(self) -> Text:
         text = Text()
@@ -231,11 +238,11 @@ class TaskLogs(Vertical):
         earlier = [number for number in self.attempts if number < self.attempt]
         self.show(attempt=earlier[-1] if earlier else None)
 
-    @work(thread=True, exclusive=True, group="task-log", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="task-log")
     def _open(self) -> None:
         try:
             path = self.reader.task_log(self.task_name, self.stream, self.attempt)
-        except (UserError, ValueError):
+        except Exception:  # a provider that cannot peek now shows an empty log
             path = None
         self.app.call_from_thread(self._opened_path, path)
 
@@ -247,8 +254,10 @@ class TaskLogs(Vertical):
             self.query_one(LogView).open(path)
 
 
-@dataclass(kw_only=True, slots=True)
-class _Loaded:
+@dataclass(kw_only=True)
+class RunLoaded(Message):
+    """The first read of a run's files, posted by the screen's loading worker to the screen."""
+
     spec: JobSpec | None
     spec_note: str
     log_path: Path | None
@@ -257,7 +266,14 @@ class _Loaded:
     state: RunState | None
     ended_at: float | None
     local: bool
-    tasks: tuple[str, ...] = field(default_factory=tuple)
+
+
+@dataclass
+class FilesRead(Message):
+    """A later read of a run's files, posted by the refreshing worker to the screen."""
+
+    snapshot: RunSnapshot
+    notice: Text | None
 
 
 class RunScreen(RunActions, Screen[None]):
@@ -319,13 +335,18 @@ class RunScreen(RunActions, Screen[None]):
         """Header, tabs, fetch progress, footer."""
         yield Static(self._header(), id="run-header")
         with TabbedContent(id="run-tabs", initial="tab-log"):
-            with TabPane(Text("Log"), id="tab-log"):
-                yield LogView(None, follow=self.follow, id="combined-log")
-            with TabPane(Text("Manifest"), id="tab-manifest"):
+            with TabPane(Content("Log"), id="tab-log"):
+                yield LogView(
+                    None,
+                    follow=self.follow,
+                    low_bandwidth=low_bandwidth(self.app),
+                    id="combined-log",
+                )
+            with TabPane(Content("Manifest"), id="tab-manifest"):
                 yield ManifestView(id="manifest")
-            with TabPane(Text("Devices"), id="tab-devices"), VerticalScroll():
+            with TabPane(Content("Devices"), id="tab-devices"), VerticalScroll():
                 yield DevicesView(Text("Reading the run's files…", style="dim"), id="devices")
-            with TabPane(Text("Spec"), id="tab-spec"), VerticalScroll():
+            with TabPane(Content("Spec"), id="tab-spec"), VerticalScroll():
                 yield SpecView(Text("Reading the staged spec…", style="dim"), id="spec")
         with Horizontal(id="fetch-bar"):
             yield Static(Text(""), id="fetch-label")
@@ -352,7 +373,7 @@ class RunScreen(RunActions, Screen[None]):
 
     # Loading ----------------------------------------------------------------------------------
 
-    @work(thread=True, exclusive=True, group="run-load", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="run-load")
     def _load(self) -> None:
         reader = self._reader
         if reader is None:
@@ -363,8 +384,8 @@ class RunScreen(RunActions, Screen[None]):
         log_problem: str | None = None
         try:
             log_path = service.log_path(self.handle)
-        except UserError as error:
-            log_problem = str(error)
+        except Exception as error:  # a provider's failure is shown in the header
+            log_problem = describe_error(error)
         snapshot = reader.snapshot()
         state = self.state
         if state is None:
@@ -373,7 +394,7 @@ class RunScreen(RunActions, Screen[None]):
             except Exception:  # the monitor will say; the header shows "checking…" meanwhile
                 state = None
         ended = service.ended_at_hint(self.handle)
-        loaded = _Loaded(
+        loaded = RunLoaded(
             spec=spec,
             spec_note=note,
             log_path=log_path,
@@ -383,9 +404,10 @@ class RunScreen(RunActions, Screen[None]):
             ended_at=ended,
             local=reader.files() is not None,
         )
-        self.app.call_from_thread(self._apply_loaded, loaded)
+        self.post_message(loaded)
 
-    def _apply_loaded(self, loaded: _Loaded) -> None:
+    async def on_run_loaded(self, loaded: RunLoaded) -> None:
+        """Show what the first read found and open the combined log."""
         if not self.is_attached:
             return
         self._local = loaded.local
@@ -400,7 +422,7 @@ class RunScreen(RunActions, Screen[None]):
         log_view.open(loaded.log_path)
         if loaded.log_problem is not None:
             self._notice = safe_text(f"log: {loaded.log_problem}", "red")
-        self._apply_snapshot(loaded.snapshot)
+        await self._apply_snapshot(loaded.snapshot)
         self.loaded = True
         self._update_header()
 
@@ -411,11 +433,11 @@ class RunScreen(RunActions, Screen[None]):
         names += [task for task in snapshot.attempts if task not in names]
         return tuple(names)
 
-    def _apply_snapshot(self, snapshot: RunSnapshot) -> None:
+    async def _apply_snapshot(self, snapshot: RunSnapshot) -> None:
         self.snapshot = snapshot
         running = self.state is None or not self.state.is_final
         tasks = self._task_names(snapshot)
-        self._add_task_tabs(tasks)
+        await self._add_task_tabs(tasks)
         self.query_one("#manifest", ManifestView).show(
             snapshot.manifest,
             tasks=tasks,
@@ -437,26 +459,26 @@ class RunScreen(RunActions, Screen[None]):
             pane_id = f"tab-task-{index}"
             outcome = outcomes.get(task)
             mark = TASK_MARKS.get(outcome.status, "") if outcome is not None else ""
-            tabs.get_tab(pane_id).label = Text(mark) + safe_text(task)
+            tabs.get_tab(pane_id).label = Content.from_rich_text(Text(mark) + safe_text(task))
             logs = self.query_one(f"#task-logs-{index}", TaskLogs)
             logs.set_attempts(tuple(a.number for a in snapshot.attempts.get(task, ())))
             logs.refresh_remote()
 
-    def _add_task_tabs(self, tasks: tuple[str, ...]) -> None:
+    async def _add_task_tabs(self, tasks: tuple[str, ...]) -> None:
         if tasks[: len(self._tasks)] != self._tasks or self._reader is None:
             return
         tabs = self.query_one("#run-tabs", TabbedContent)
         for index in range(len(self._tasks), len(tasks)):
             task = tasks[index]
             logs = TaskLogs(task, self._reader, id=f"task-logs-{index}")
-            tabs.add_pane(TabPane(safe_text(task), logs, id=f"tab-task-{index}"))
+            title = Content.from_rich_text(safe_text(task))
+            await tabs.add_pane(TabPane(title, logs, id=f"tab-task-{index}"))
         self._tasks = tasks
 
     # Refreshing -------------------------------------------------------------------------------
 
     def _tick(self) -> None:
-        if self.state is None or not self.state.is_final:
-            self._update_header()
+        self._update_header()
         if not self.loaded or self._refreshing or self._final_read:
             return
         interval = LOCAL_REFRESH_SECONDS if self._local else REMOTE_REFRESH_SECONDS
@@ -469,7 +491,7 @@ class RunScreen(RunActions, Screen[None]):
         self._refreshing = True
         self._refresh_files()
 
-    @work(thread=True, exclusive=True, group="run-refresh", exit_on_error=False)
+    @work(thread=True, exclusive=True, group="run-refresh")
     def _refresh_files(self) -> None:
         reader = self._reader
         if reader is None:
@@ -479,15 +501,16 @@ class RunScreen(RunActions, Screen[None]):
         spool = reader.service.spool_state(self.handle.run_id)
         if spool is not None and spool.error is not None:
             notice = safe_text(f"log stream stopped: {spool.error}", "red")
-        self.app.call_from_thread(self._refreshed, snapshot, notice)
+        self.post_message(FilesRead(snapshot, notice))
 
-    def _refreshed(self, snapshot: RunSnapshot, notice: Text | None) -> None:
+    async def on_files_read(self, message: FilesRead) -> None:
+        """Show what a later read of the run's files found."""
         self._refreshing = False
         if not self.is_attached:
             return
-        if notice is not None:
-            self._notice = notice
-        self._apply_snapshot(snapshot)
+        if message.notice is not None:
+            self._notice = message.notice
+        await self._apply_snapshot(message.snapshot)
         self._update_header()
 
     def _header(self) -> Group:

@@ -8,10 +8,9 @@ from the best of those places, blocking (call it from a thread worker), and neve
 widget. It imports no Textual.
 
 ``<outputs>/attempts.json`` (x-tui's own record of retried tasks, beside substrax's manifest,
-which it does not change) is read as ``{"schema_version": 1, "tasks": {"<task>": [<attempt>,
-...]}}`` where each attempt is ``{"attempt": n, "status": "...", "returncode": int | null,
-"seconds": float}``; earlier attempts' logs are ``<outputs>/attempts/<task>/<n>/stdout.log`` and
-``stderr.log``.
+which it does not change) is the worker's list of every attempt, ``[{"task": ..., "attempt": n,
+"status": ..., "returncode": ..., "seconds": ...}, ...]``; an earlier attempt's logs are moved to
+``<outputs>/attempts/<task>/<n>/stdout.log`` and ``stderr.log`` before the next attempt starts.
 """
 
 from __future__ import annotations
@@ -30,12 +29,7 @@ from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, pars
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import JobSpec, check_name, read_job_spec
 from x_tui.compute.store import RunHandle, backend_state_dir
-
-ATTEMPTS_NAME = "attempts.json"
-"""x-tui's record of retried tasks, at the top of a run's outputs."""
-
-ATTEMPTS_DIR = "attempts"
-"""Where earlier attempts' logs are kept: ``<outputs>/attempts/<task>/<n>/``."""
+from x_tui.compute.worker import ATTEMPTS_DIR, ATTEMPTS_NAME
 
 STREAMS = ("stdout", "stderr")
 """A task's two log streams, each ``<task>/<stream>.log``."""
@@ -69,7 +63,7 @@ class RunSnapshot:
         manifest: The manifest, or ``None`` when there is none yet (or it cannot be read).
         manifest_problem: Why the manifest cannot be read, when it cannot.
         devices_log: The device probe's failure text, when the probe failed.
-        attempts: Each retried task's earlier attempts, oldest first.
+        attempts: Each retried task's earlier attempts (not its latest), oldest first.
         attempts_problem: Why ``attempts.json`` cannot be read, when it cannot.
         source: Where these files were read from, for the user (``"this machine"``...).
         reachable: Whether the files could be read at all (a remote run without peek or a
@@ -86,46 +80,43 @@ class RunSnapshot:
 
 
 def read_attempts(text: str | bytes) -> dict[str, tuple[Attempt, ...]]:
-    """Read ``attempts.json``.
+    """Read ``attempts.json``: every recorded attempt of every task.
 
     Args:
         text: The file's content.
 
     Returns:
-        Each task's earlier attempts, oldest first.
+        Each task's recorded attempts, in attempt order.
 
     Raises:
-        RecordError: If it is not JSON of the documented form; the message says what is wrong.
+        RecordError: If it is not the worker's list of attempts; the message says what is wrong.
     """
     try:
         data = json.loads(text)
     except ValueError as error:
         raise RecordError(f"{ATTEMPTS_NAME}: not JSON ({error})") from None
-    tasks = data.get("tasks") if isinstance(data, dict) else None
-    if not isinstance(tasks, dict):
-        raise RecordError(f"{ATTEMPTS_NAME}: expected an object with a 'tasks' object")
-    attempts: dict[str, tuple[Attempt, ...]] = {}
-    for task, records in tasks.items():
-        try:
-            check_name("task", task)
-        except ValueError as error:
-            raise RecordError(f"{ATTEMPTS_NAME}: {error}") from None
-        if not isinstance(records, list):
-            raise RecordError(f"{ATTEMPTS_NAME}: tasks.{task}: expected an array")
-        attempts[task] = tuple(
-            _attempt(task, index, record) for index, record in enumerate(records, start=1)
-        )
-    return attempts
+    if not isinstance(data, list):
+        raise RecordError(f"{ATTEMPTS_NAME}: expected an array of attempts")
+    attempts: dict[str, list[Attempt]] = {}
+    for index, record in enumerate(data):
+        task, attempt = _attempt(index, record)
+        attempts.setdefault(task, []).append(attempt)
+    return {task: tuple(sorted(found, key=lambda a: a.number)) for task, found in attempts.items()}
 
 
-def _attempt(task: str, index: int, record: object) -> Attempt:
-    where = f"{ATTEMPTS_NAME}: tasks.{task}[{index - 1}]"
+def _attempt(index: int, record: object) -> tuple[str, Attempt]:
+    where = f"{ATTEMPTS_NAME}: [{index}]"
     if not isinstance(record, dict):
         raise RecordError(f"{where}: expected an object")
-    number = record.get("attempt", index)
+    task = record.get("task")
+    number = record.get("attempt")
     status = record.get("status", "unknown")
     code = record.get("returncode")
     seconds = record.get("seconds")
+    try:
+        check_name("task", task)  # type: ignore[arg-type]
+    except ValueError as error:
+        raise RecordError(f"{where}.task: {error}") from None
     if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         raise RecordError(f"{where}.attempt: expected a positive integer, got {number!r}")
     if not isinstance(status, str):
@@ -134,12 +125,48 @@ def _attempt(task: str, index: int, record: object) -> Attempt:
         raise RecordError(f"{where}.returncode: expected an integer or null, got {code!r}")
     if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
         raise RecordError(f"{where}.seconds: expected a number or null, got {seconds!r}")
-    return Attempt(
+    attempt = Attempt(
         number=number,
         status=status,
         returncode=code,
         seconds=float(seconds) if seconds is not None else None,
     )
+    return str(task), attempt
+
+
+def earlier_attempts(
+    recorded: Mapping[str, tuple[Attempt, ...]],
+    manifest: JobManifest | None,
+    kept: Mapping[str, tuple[int, ...]] | None,
+) -> dict[str, tuple[Attempt, ...]]:
+    """The attempts of each task that are not its latest, whose logs were moved aside.
+
+    Args:
+        recorded: Every recorded attempt, from ``attempts.json``.
+        manifest: The manifest; a task it lists has ended, so its last recorded attempt is the
+            latest one, whose logs are ``<task>/stdout.log``.
+        kept: Each task's attempt numbers whose logs are under ``attempts/<task>/``, when the
+            outputs can be listed here; that is then the answer.
+
+    Returns:
+        Each retried task's earlier attempts, oldest first (tasks never retried are left out).
+    """
+    ended = {task.name for task in manifest.tasks} if manifest is not None else set()
+    earlier: dict[str, tuple[Attempt, ...]] = {}
+    for task in set(recorded) | set(kept or {}):
+        attempts = {attempt.number: attempt for attempt in recorded.get(task, ())}
+        if kept is not None:
+            numbers = kept.get(task, ())
+        elif attempts:
+            last = max(attempts)
+            ran_again = task not in ended and attempts[last].status != "succeeded"
+            numbers = tuple(n for n in sorted(attempts) if n < last or ran_again)
+        else:
+            numbers = ()
+        found = tuple(attempts.get(n, Attempt(number=n)) for n in numbers)
+        if found:
+            earlier[task] = found
+    return earlier
 
 
 def attempt_dirs(outputs: Path, task: str) -> tuple[int, ...]:
@@ -222,8 +249,8 @@ class RunReader:
         source = self.source()
         try:
             manifest_bytes = self.read(MANIFEST_NAME)
-        except UserError as error:
-            return RunSnapshot(manifest_problem=str(error), source=source, reachable=False)
+        except Exception as error:  # a provider's failure is reported, never raised to the UI
+            return RunSnapshot(manifest_problem=_reason(error), source=source, reachable=False)
         manifest: JobManifest | None = None
         problem: str | None = None
         if manifest_bytes is not None:
@@ -239,9 +266,9 @@ class RunReader:
                 self.read(DEVICES_LOG) if manifest is None or manifest.devices is None else None
             )
             raw_attempts = self.read(ATTEMPTS_NAME)
-        except UserError as error:
+        except Exception as error:  # as above
             raw_devices, raw_attempts = None, None
-            attempts_problem = str(error)
+            attempts_problem = _reason(error)
         if raw_devices is not None:
             devices_log = raw_devices[:MAX_DEVICES_LOG].decode("utf-8", errors="replace")
         if raw_attempts is not None:
@@ -250,8 +277,8 @@ class RunReader:
             except RecordError as error:
                 attempts_problem = str(error)
         outputs = self.outputs_dir()
-        if outputs is not None:
-            attempts = _with_kept_logs(attempts, outputs)
+        kept = _kept_attempts(outputs) if outputs is not None else None
+        attempts = earlier_attempts(attempts, manifest, kept)
         reachable = manifest_bytes is not None or outputs is not None or self._can_peek()
         return RunSnapshot(
             manifest=manifest,
@@ -357,6 +384,10 @@ class RunReader:
         return target
 
 
+def _reason(error: BaseException) -> str:
+    return str(error) if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
+
+
 def _log_relative(task: str, stream: str, attempt: int | None) -> str:
     if attempt is None:
         return f"{task}/{stream}.log"
@@ -365,22 +396,19 @@ def _log_relative(task: str, stream: str, attempt: int | None) -> str:
     return f"{ATTEMPTS_DIR}/{task}/{attempt}/{stream}.log"
 
 
-def _with_kept_logs(
-    attempts: Mapping[str, tuple[Attempt, ...]], outputs: Path
-) -> dict[str, tuple[Attempt, ...]]:
-    """Add attempts whose logs are kept but that ``attempts.json`` does not list."""
-    merged = dict(attempts)
+def _kept_attempts(outputs: Path) -> dict[str, tuple[int, ...]]:
+    """Each task's attempt numbers whose logs are kept under ``<outputs>/attempts/``."""
     try:
         tasks = [entry.name for entry in (outputs / ATTEMPTS_DIR).iterdir() if entry.is_dir()]
     except OSError:
-        return merged
+        return {}
+    kept: dict[str, tuple[int, ...]] = {}
     for task in tasks:
         try:
             check_name("task", task)
         except ValueError:
             continue
-        known = {attempt.number for attempt in merged.get(task, ())}
-        extra = [Attempt(number=n) for n in attempt_dirs(outputs, task) if n not in known]
-        if extra:
-            merged[task] = tuple(sorted((*merged.get(task, ()), *extra), key=lambda a: a.number))
-    return merged
+        numbers = attempt_dirs(outputs, task)
+        if numbers:
+            kept[task] = numbers
+    return kept

@@ -1,0 +1,145 @@
+"""The command palette's x-tui commands (``ctrl+p``): the run actions, submitting a job, opening
+a run, and the help, for the screen the palette was opened on.
+
+A screen that mixes in :class:`~x_tui.app.actions.RunActions` gets the actions on its selected run
+(cancel, fetch, re-run, copy id); a screen with a ``project`` gets one "Submit <job>" per job; every
+stored run can be opened by typing part of its id. Add :class:`RunCommands` to a screen's or the
+app's ``COMMANDS``. Titles hold only run ids and job names, which are validated to letters,
+digits, ``.``, ``_`` and ``-``; anything else is shown as plain text, never as markup.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from functools import partial
+
+from rich.text import Text
+from textual.command import DiscoveryHit, Hit, Hits, Provider
+from textual.screen import Screen
+
+from x_tui.app.actions import (
+    RunActions,
+    ask_cancel,
+    ask_fetch,
+    ask_rerun,
+    copy_run_id,
+    monitor_of,
+    open_run,
+)
+from x_tui.compute.operations import Project
+
+MAX_RUNS_OFFERED = 500
+"""At most this many stored runs (the newest) are searched for "Open run"."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One palette entry.
+
+    Attributes:
+        title: What the palette shows and matches against.
+        run: What choosing it does.
+        help: One line under the title (x-tui's own words only).
+        discoverable: Whether it is listed before anything is typed.
+    """
+
+    title: str
+    run: Callable[[], object]
+    help: str
+    discoverable: bool = True
+
+
+def run_commands(screen: Screen[object]) -> Iterator[Command]:
+    """The commands that make sense on ``screen`` now.
+
+    Args:
+        screen: The screen the palette was opened on.
+
+    Yields:
+        Its commands: run actions first, then submits, help, and opening stored runs.
+    """
+    from x_tui.app.help_screen import help_for
+
+    app = screen.app
+    if isinstance(screen, RunActions):
+        handle = screen.selected_run()
+        if handle is not None:
+            yield Command(
+                f"Cancel {handle.run_id}",
+                partial(ask_cancel, screen, handle),
+                "Stop the run's tasks (asks first)",
+            )
+            yield Command(
+                f"Fetch {handle.run_id}",
+                partial(ask_fetch, screen, handle),
+                "Copy the run's outputs here (asks where to)",
+            )
+            yield Command(
+                f"Re-run {handle.run_id}",
+                partial(ask_rerun, screen, handle),
+                "Run the job again with the same settings (asks first)",
+            )
+            yield Command(
+                f"Copy id {handle.run_id}",
+                partial(copy_run_id, screen, handle),
+                "Put the run id on the clipboard",
+            )
+    project = getattr(screen, "project", None)
+    if isinstance(project, Project) and project.config is not None:
+        for job in project.config.jobs:
+            yield Command(
+                f"Submit {job}",
+                partial(_submit, screen, job),
+                "Open the submit screen for this job",
+            )
+    yield Command(
+        "Keys (help)", lambda: app.push_screen(help_for(screen)), "Every key on this screen"
+    )
+    monitor = monitor_of(app)
+    if monitor is not None:
+        for stored in monitor.stored.handles[:MAX_RUNS_OFFERED]:
+            yield Command(
+                f"Open run {stored.run_id}",
+                partial(open_run, app, stored),
+                "Show the run's logs, manifest and devices",
+                discoverable=False,
+            )
+
+
+def _submit(screen: Screen[object], job: str) -> None:
+    from x_tui.app.submit_screen import SubmitScreen
+
+    project = getattr(screen, "project", None)
+    screen.app.push_screen(
+        SubmitScreen(job, project=project if isinstance(project, Project) else None)
+    )
+
+
+class RunCommands(Provider):
+    """Palette provider for the run actions, job submits, stored runs and the help."""
+
+    def _commands(self) -> list[Command]:
+        return list(run_commands(self.screen))
+
+    async def discover(self) -> Hits:
+        """The commands listed before anything is typed (cheap: no stored runs)."""
+        for command in self._commands():
+            if command.discoverable:
+                yield DiscoveryHit(
+                    Text(command.title), command.run, text=command.title, help=command.help
+                )
+
+    async def search(self, query: str) -> Hits:
+        """The commands whose title matches ``query``, best first."""
+        matcher = self.matcher(query)
+        for command in self._commands():
+            score = matcher.match(command.title)
+            if score <= 0:
+                continue
+            display = (
+                matcher.highlight(command.title)
+                if "[" not in command.title
+                else Text(command.title)
+            )
+            yield Hit(score, display, command.run, text=command.title, help=command.help)

@@ -176,3 +176,35 @@ def test_a_run_id_that_is_not_stored_is_refused_on_one_line(cli: Cli, verb: str)
     assert result.returncode == 2
     assert result.stdout == ""
     assert result.stderr == (f"x-tui: no run 'hello-20260101T000000Z-abcdef' in {cli.runs}\n")
+
+
+def test_status_names_a_run_whose_backend_is_not_installed_here_and_exits_1(cli: Cli) -> None:
+    good = cli.submitted_id(cli("run", "hello").stdout)
+    stranger = "hello-20260101T000000Z-abcdef"
+    handle = {
+        "schema_version": 2,
+        "run_id": stranger,
+        "backend": "nosuch",
+        "job": "hello",
+        "project": str(cli.project),
+        "submitted_at": "2026-01-01T00:00:00Z",
+        "settings": {},
+        "details": {},
+    }
+    (cli.runs / f"{stranger}.json").write_text(json.dumps(handle))
+
+    listed = cli("status")
+    single = cli("status", stranger)
+
+    assert listed.returncode == 1
+    assert listed.stdout.splitlines() == [
+        f"{good}  local  hello  succeeded",
+        f"{stranger}  nosuch  hello  unknown",
+    ]
+    (complaint,) = listed.stderr.splitlines()
+    assert complaint.startswith(
+        f"x-tui: {stranger}: state unknown: no compute backend named 'nosuch'; registered: "
+    )
+    assert "local" in complaint
+    assert single.returncode == 2
+    assert single.stderr.startswith("x-tui: no compute backend named 'nosuch'")

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from x_tui.cli.describe import age_text
-from x_tui.cli.output import complain, escaped, log_writer, print_json, say
+from x_tui.cli.output import complain, error_message, escaped, log_writer, print_json, say
 from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.errors import UserError
 from x_tui.compute.operations import backend_for, fetch_root
@@ -105,7 +105,7 @@ def status(args: argparse.Namespace) -> int:
                 backends[key] = backend_for(handle)
             answer = backends[key].status(handle)
         except (UserError, ValueError, LookupError, OSError) as error:
-            complain(f"{handle.run_id}: state unknown: {error}")
+            complain(f"{handle.run_id}: state unknown: {error_message(error)}")
             code = EXIT_FAILED
         if args.json:
             runs.append(_run_json(handle, answer))

@@ -169,7 +169,7 @@ class MainScreen(RunActions, Screen[None]):
         config = project.config
         self.query_one(ProblemPanel).show_problem(project.problem)
         names = list(config.jobs) if config is not None else []
-        reason = str(project.problem) if project.problem is not None else "No jobs configured."
+        reason = "No jobs (see above)." if project.problem is not None else "No jobs configured."
         self.jobs.show_jobs(
             names, backend=config.backend if config else None, empty_reason=reason
         )

@@ -107,7 +107,8 @@ class RunMonitor:
         self._records: dict[Path, _Record] = {}
         self._handles: dict[str, RunHandle] = {}
         self._states: dict[str, RunState] = {}
-        self._ended: dict[str, float] = {}
+        self._ended: dict[str, float | None] = {}
+        """Each finished run, with when it ended (``None`` when that is not known)."""
         self._polls: dict[str, _Poll] = {}
         self._stored = StoredRuns(handles=(), unreadable={})
         self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="x-tui status")
@@ -387,12 +388,18 @@ class RunMonitor:
             return
         ended: float | None = None
         if state.is_final:
-            ended = self.service.ended_at_hint(handle) or time.time()
+            # The files' time when the backend keeps them here; else now, if this session saw
+            # the run unfinished; else unknown (a run found finished has no end time to show).
+            ended = self.service.ended_at_hint(handle)
+            with self._lock:
+                seen_running = self._states.get(run_id) is not None
+            if ended is None and seen_running:
+                ended = time.time()
         with self._lock:
             poll = self._polls.get(run_id)
             changed = self._states.get(run_id) is not state
             self._states[run_id] = state
-            if ended is not None:
+            if state.is_final:
                 self._ended[run_id] = ended
                 self._polls.pop(run_id, None)
                 self._dirty = True
@@ -430,7 +437,8 @@ class RunMonitor:
         for run_id, entry in runs.items():
             try:
                 state = RunState(entry["state"])
-                ended = float(entry["ended_at"])
+                moment = entry["ended_at"]
+                ended = None if moment is None else float(moment)
             except (KeyError, TypeError, ValueError):
                 continue
             if state.is_final:

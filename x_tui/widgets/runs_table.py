@@ -36,7 +36,7 @@ COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("run", "Run", None),
     ("job", "Job", None),
     ("backend", "Backend", None),
-    ("state", "State", 11),
+    ("state", "State", 12),
     ("age", "Age", 6),
     ("duration", "Duration", 8),
 )
@@ -53,6 +53,8 @@ STATE_STYLES: Mapping[RunState | None, tuple[str, str]] = {
 """The text and style of each state: a glyph as well as a colour, so no state rests on colour."""
 
 _EMPTY = "—"
+_REASON_WIDTH = 16
+"""How much of an unreadable record's reason its row shows (the line under the table has all)."""
 _INSERT_CHUNK = 500
 """Rows added per turn of the event loop when many arrive at once (the store's first read)."""
 
@@ -357,7 +359,7 @@ class RunsTable(DataTable[Text]):
         if row.handle is None:
             return (
                 safe_text(row.path.name if row.path else row.key, "red"),
-                safe_text(row.reason or "", "red"),
+                safe_text(_shorten(row.reason or "", _REASON_WIDTH), "red"),
                 Text(_EMPTY, style="dim"),
                 Text("✗ unreadable", style="bold red"),
                 Text(format_span(self._clock() - row.order[0])),
@@ -428,6 +430,11 @@ class RunsTable(DataTable[Text]):
             self._next_at[key] = due
             heapq.heappush(self._due, (due, key))
         self._rearm()
+
+
+def _shorten(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _file_time(path: Path) -> float:

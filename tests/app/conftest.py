@@ -1,0 +1,172 @@
+"""Fixtures for the TUI's tests: a private state directory, a project whose local backend runs
+this interpreter, the app on them, and a way to wait for what the app shows.
+
+Everything is real: the run store is files, a run is the local backend's detached worker, a CLI
+submit is ``python -m x_tui run`` in another process. Waiting is by condition with a generous
+deadline (a failure, never a measured threshold).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import functools
+import json
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Coroutine
+from pathlib import Path
+from typing import Any, ParamSpec
+
+import pytest
+from textual.pilot import Pilot
+
+from x_tui.app.app import XTuiApp
+from x_tui.app.service import Service
+from x_tui.app.settings import Settings
+from x_tui.compute.backend import RunState
+from x_tui.compute.records import dumps_pretty
+from x_tui.compute.store import RunHandle, RunStore
+
+P = ParamSpec("P")
+
+DEADLINE = 60.0
+"""Seconds a test waits for something before it fails (runs take about one second here)."""
+
+QUICK_JOB = """
+[tool.substrax.compute.jobs.quick]
+timeout_seconds = 120
+[tool.substrax.compute.jobs.quick.commands]
+hello = ["python", "-c", "print('hello from quick')"]
+"""
+
+SECOND_JOB = """
+[tool.substrax.compute.jobs.second]
+timeout_seconds = 60
+commands = { echo = ["python", "-c", "print('second')"] }
+"""
+
+
+def asynchronous(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:
+    """Run an ``async def`` test in a fresh event loop (pytest itself runs only plain tests)."""
+
+    @functools.wraps(test)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run
+
+
+def pyproject_text(jobs: str = QUICK_JOB + SECOND_JOB) -> str:
+    """A pyproject.toml whose local backend runs this interpreter, with ``jobs`` appended."""
+    return f"""\
+[project]
+name = "sample"
+version = "0.1.0"
+
+[tool.substrax.compute]
+backend = "local"
+
+[tool.substrax.compute.backends.local]
+python = {json.dumps(sys.executable)}
+{jobs}"""
+
+
+@pytest.fixture
+def state_dir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A private state directory (``SUBSTRAX_STATE_DIR``) and no user settings file."""
+    state = tmp_path / "state"
+    monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(state))
+    monkeypatch.setenv("X_TUI_CONFIG", str(tmp_path / "no-settings.toml"))
+    monkeypatch.setenv("X_TUI_DEMO_DIR", str(tmp_path / "demo"))
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    return state
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project named ``sample`` with the jobs ``quick`` and ``second``."""
+    root = tmp_path / "sample"
+    root.mkdir()
+    (root / "pyproject.toml").write_text(pyproject_text(), encoding="utf-8")
+    return root
+
+
+def make_app(
+    project: Path | None,
+    *,
+    clock: Callable[[], float] = time.time,
+    poll: bool = True,
+    settings: Settings | None = None,
+) -> XTuiApp:
+    """The app on ``project`` and the state directory the environment names."""
+    return XTuiApp(project, service=Service(), clock=clock, poll=poll, settings=settings)
+
+
+async def wait_until(pilot: Pilot[object], condition: Callable[[], bool], what: str) -> None:
+    """Let the app run until ``condition()`` holds; fail naming ``what`` after the deadline."""
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + DEADLINE
+    while not condition():
+        if loop.time() > give_up:
+            raise AssertionError(f"gave up waiting for {what}")
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+def screen_text(app: XTuiApp) -> str:
+    """Every character the screen shows now, line by line."""
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+def submit_with_cli(project: Path, job: str) -> str:
+    """Submit ``job`` with ``python -m x_tui run --detach`` in another process; its run id."""
+    done = subprocess.run(
+        [sys.executable, "-m", "x_tui", "run", job, "--project", str(project), "--detach"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=DEADLINE,
+    )
+    assert done.returncode == 0, done.stderr
+    store = RunStore()
+    runs = [handle.run_id for handle in store.read_all().handles if handle.job == job]
+    assert runs, f"the CLI said {done.stdout!r} but saved no run of {job}"
+    return runs[0]
+
+
+def save_handle(
+    state: Path,
+    *,
+    run_id: str,
+    job: str,
+    backend: str = "local",
+    submitted_at: dt.datetime,
+    project: str = "/home/user/sample",
+) -> RunHandle:
+    """Write a handle into the store under ``state`` as substrax would."""
+    handle = RunHandle(
+        run_id=run_id,
+        backend=backend,
+        job=job,
+        project=project,
+        submitted_at=submitted_at,
+        settings={"python": None, "state_dir": None} if backend == "local" else {},
+        details={"pid": "999999999", "run_dir": f"/nonexistent/{run_id}"},
+    )
+    path = state / "compute" / "runs" / f"{run_id}.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps_pretty(handle), encoding="utf-8")
+    return handle
+
+
+def keep_final_states(state: Path, states: dict[str, tuple[RunState, float]]) -> None:
+    """Write the monitor's record of finished runs, as an earlier session would have left it."""
+    path = state / "x-tui" / "final-states.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    runs = {
+        run_id: {"state": run_state.value, "ended_at": ended}
+        for run_id, (run_state, ended) in states.items()
+    }
+    path.write_text(json.dumps({"version": 1, "runs": runs}), encoding="utf-8")

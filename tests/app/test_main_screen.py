@@ -1,0 +1,214 @@
+"""The main screen against a real store and the real local backend."""
+
+from __future__ import annotations
+
+import datetime as dt
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+from x_tui.compute.backend import RunState
+from x_tui.widgets.problem_panel import ProblemPanel
+
+from .conftest import (
+    QUICK_JOB,
+    asynchronous,
+    make_app,
+    pyproject_text,
+    save_handle,
+    screen_text,
+    submit_with_cli,
+    wait_until,
+)
+
+EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+
+
+@asynchronous
+async def test_the_app_opens_with_the_job_browser_focused_on_the_first_job(
+    state_dir: Path, project: Path
+) -> None:
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        browser = app.main_screen.jobs
+        await wait_until(pilot, lambda: browser.job_names == ("quick", "second"), "the jobs")
+        assert app.focused is browser.option_list
+        assert browser.highlighted_job == "quick"
+        await wait_until(pilot, lambda: "hello  python -c" in screen_text(app), "quick's task")
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("x_tui.app.submit_screen") is None,
+    reason="the submit screen is not in this tree yet",
+)
+@asynchronous
+async def test_enter_on_the_first_job_opens_its_submit_screen(
+    state_dir: Path, project: Path
+) -> None:
+    from x_tui.app.submit_screen import SubmitScreen
+
+    app = make_app(project)
+    async with app.run_test(size=(80, 24)) as pilot:
+        browser = app.main_screen.jobs
+        await wait_until(pilot, lambda: browser.highlighted_job == "quick", "the first job")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, SubmitScreen), "the submit screen")
+        await wait_until(pilot, lambda: "quick" in screen_text(app), "the job's name on it")
+
+
+@pytest.mark.slow
+@asynchronous
+async def test_a_run_the_cli_submits_from_another_process_appears_and_succeeds(
+    state_dir: Path, project: Path
+) -> None:
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: app.main_screen.jobs.job_names != (), "the jobs")
+        assert table.row_count == 0
+        run_id = submit_with_cli(project, "quick")
+        await wait_until(pilot, lambda: run_id in table.rows, "the CLI's run in the table")
+        await wait_until(
+            pilot,
+            lambda: app.monitor.state_of(run_id) is RunState.SUCCEEDED
+            and "✓ succeeded" in screen_text(app),
+            "the run to show as succeeded",
+        )
+        assert run_id in screen_text(app)
+
+
+@asynchronous
+async def test_editing_pyproject_reloads_the_job_browser(state_dir: Path, project: Path) -> None:
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        browser = app.main_screen.jobs
+        await wait_until(pilot, lambda: browser.job_names == ("quick", "second"), "the jobs")
+        added = """
+[tool.substrax.compute.jobs.added-later]
+timeout_seconds = 30
+commands = { late = ["python", "-c", "print('I was added while x-tui was open')"] }
+"""
+        (project / "pyproject.toml").write_text(
+            pyproject_text(QUICK_JOB + added), encoding="utf-8"
+        )
+        await wait_until(
+            pilot, lambda: browser.job_names == ("quick", "added-later"), "the edited jobs"
+        )
+
+
+@asynchronous
+async def test_a_broken_config_shows_the_problem_panel_and_the_runs_still_list(
+    state_dir: Path, project: Path
+) -> None:
+    save_handle(
+        state_dir, run_id="older-20260919T120000Z-0a0b0c", job="older", submitted_at=EARLIER
+    )
+    (project / "pyproject.toml").write_text(
+        pyproject_text(QUICK_JOB).replace('backend = "local"', 'backend = "local"\nbakend = 1'),
+        encoding="utf-8",
+    )
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        panel = app.main_screen.query_one(ProblemPanel)
+        await wait_until(
+            pilot, lambda: "Configuration problem" in screen_text(app), "the problem panel"
+        )
+        shown = screen_text(app)
+        assert "pyproject.toml" in shown
+        assert "'bakend'" in shown
+        assert app.main_screen.jobs.job_names == ()
+        table = app.main_screen.runs
+        await wait_until(
+            pilot, lambda: "older-20260919T120000Z-0a0b0c" in table.rows, "the stored run"
+        )
+        assert "older-20260919T120000Z-0a0b0c" in screen_text(app)
+
+        (project / "pyproject.toml").write_text(pyproject_text(QUICK_JOB), encoding="utf-8")
+        await wait_until(pilot, lambda: panel.problem is None, "the fixed config")
+        await wait_until(pilot, lambda: app.main_screen.jobs.job_names == ("quick",), "jobs")
+
+
+@asynchronous
+async def test_outside_a_project_the_runs_are_listed_and_the_empty_job_list_explained(
+    state_dir: Path,
+) -> None:
+    save_handle(
+        state_dir, run_id="older-20260919T120000Z-0a0b0c", job="older", submitted_at=EARLIER
+    )
+    app = make_app(None)
+    async with app.run_test(size=(200, 40)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: table.row_count == 1, "the stored run")
+        shown = screen_text(app)
+        assert "No jobs here" in shown
+        assert "no pyproject.toml in this directory or any above it" in shown
+
+
+@asynchronous
+async def test_an_unreadable_record_is_listed_with_its_reason(state_dir: Path) -> None:
+    runs = state_dir / "compute" / "runs"
+    runs.mkdir(parents=True)
+    (runs / "broken-20260919T120000Z-abcdef.json").write_text("{not json", encoding="utf-8")
+    old = save_handle(
+        state_dir,
+        run_id="fine-20260919T110000Z-fedcba",
+        job="fine",
+        submitted_at=EARLIER - dt.timedelta(hours=1),
+    )
+    app = make_app(None)
+    async with app.run_test(size=(200, 40)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: table.row_count == 2, "both records")
+        assert table.highlighted_key() is not None
+        assert table.highlighted_key().endswith("broken-20260919T120000Z-abcdef.json")
+        shown = screen_text(app)
+        assert "✗ unreadable" in shown
+        assert "not JSON" in shown
+        assert old.run_id in shown
+
+
+@asynchronous
+async def test_markup_in_names_and_messages_renders_literally(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    root = tmp_path / "markup"
+    root.mkdir()
+    jobs = """
+[tool.substrax.compute.jobs."[/x]"]
+timeout_seconds = 10
+commands = { a = ["true"] }
+
+[tool.substrax.compute.jobs."[@click=app.quit]quit"]
+timeout_seconds = 10
+commands = { a = ["true"] }
+"""
+    (root / "pyproject.toml").write_text(pyproject_text(jobs), encoding="utf-8")
+    save_handle(
+        state_dir,
+        run_id="odd-20260919T120000Z-123abc",
+        job="[/x]",
+        backend="[@click=app.quit]",
+        submitted_at=EARLIER,
+        project="[b]not bold[/b]",
+    )
+    app = make_app(root)
+    async with app.run_test(size=(160, 40)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: table.row_count == 1, "the odd run")
+        await wait_until(
+            pilot, lambda: app.main_screen.jobs.job_names == ("[/x]", "[@click=app.quit]quit"),
+            "the odd jobs",
+        )
+        await wait_until(pilot, lambda: "? unknown" in screen_text(app), "the backend's refusal")
+        shown = screen_text(app)
+        assert "[/x]" in shown
+        assert "[@click=app.quit]quit" in shown
+        table.focus()
+        await pilot.pause()
+        assert "[@click=app.quit]" in screen_text(app)
+        assert "'[@click=app.quit]';" in screen_text(app)
+        for x in range(1, table.region.width, 3):
+            await pilot.click(table, offset=(x, 1))
+        await pilot.pause()
+        assert app.is_running

@@ -154,10 +154,15 @@ class RunMonitor:
             thread.start()
 
     def stop(self) -> None:
-        """Stop both threads soon; status calls in flight are abandoned, not waited for."""
+        """Stop both threads soon and keep the final states learnt so far.
+
+        Status calls in flight are abandoned, not waited for.
+        """
         self._stop.set()
         self._wake.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
+        if self._dirty:
+            self._save_final_states()
 
     def poll_soon(self, run_id: str) -> None:
         """Ask for the run's state now (after a submit or a cancel), then back off again."""

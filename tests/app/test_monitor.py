@@ -1,0 +1,200 @@
+"""The run monitor on its own: real store files, real processes, the real local backend."""
+
+from __future__ import annotations
+
+import datetime as dt
+import queue
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from textual.message import Message
+
+from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
+from x_tui.app.monitor import RunMonitor
+from x_tui.app.service import Service, call_with_deadline
+from x_tui.compute.backend import RunState
+from x_tui.compute.errors import ProviderError
+
+from .conftest import DEADLINE, QUICK_JOB, pyproject_text, save_handle
+
+EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+
+
+class Inbox:
+    """What the monitor posted, in order, for a test to wait on."""
+
+    def __init__(self) -> None:
+        self.messages: queue.Queue[Message] = queue.Queue()
+        self.seen: list[Message] = []
+
+    def post(self, message: Message) -> None:
+        self.messages.put(message)
+
+    def wait_for(self, wanted: Callable[[Message], bool], what: str) -> Message:
+        give_up = time.monotonic() + DEADLINE
+        while True:
+            left = give_up - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"the monitor never posted {what}; it posted {self.seen!r}")
+            try:
+                message = self.messages.get(timeout=left)
+            except queue.Empty:
+                continue
+            self.seen.append(message)
+            if wanted(message):
+                return message
+
+
+@pytest.fixture
+def inbox() -> Inbox:
+    return Inbox()
+
+
+@pytest.fixture
+def started(state_dir: Path, inbox: Inbox) -> Iterator[Callable[..., RunMonitor]]:
+    monitors: list[RunMonitor] = []
+
+    def start(project: Path | None = None, *, poll: bool = True) -> RunMonitor:
+        monitor = RunMonitor(Service(), inbox.post, project=project, poll=poll)
+        monitors.append(monitor)
+        monitor.start()
+        return monitor
+
+    yield start
+    for monitor in monitors:
+        monitor.stop()
+
+
+def _holds(run_id: str) -> Callable[[Message], bool]:
+    def check(message: Message) -> bool:
+        return isinstance(message, RunsChanged) and any(
+            handle.run_id == run_id for handle in message.stored.handles
+        )
+
+    return check
+
+
+def test_a_handle_another_process_saves_is_posted_without_being_asked(
+    state_dir: Path, inbox: Inbox, started: Callable[..., RunMonitor]
+) -> None:
+    started(poll=False)
+    inbox.wait_for(lambda m: isinstance(m, RunsChanged) and m.complete, "the first read")
+    saver = """
+import datetime as dt
+from x_tui.compute.store import RunHandle, RunStore
+RunStore().save(RunHandle(
+    run_id="other-20260919T120000Z-aaaaaa", backend="local", job="other", project="/p",
+    submitted_at=dt.datetime(2026, 9, 19, 12, tzinfo=dt.timezone.utc),
+))
+"""
+    subprocess.run([sys.executable, "-c", saver], check=True, timeout=DEADLINE)
+    inbox.wait_for(_holds("other-20260919T120000Z-aaaaaa"), "the other process's run")
+
+
+def test_a_deleted_record_leaves_the_runs_posted(
+    state_dir: Path, inbox: Inbox, started: Callable[..., RunMonitor]
+) -> None:
+    save_handle(state_dir, run_id="gone-20260919T120000Z-bbbbbb", job="gone", submitted_at=EARLIER)
+    monitor = started(poll=False)
+    inbox.wait_for(_holds("gone-20260919T120000Z-bbbbbb"), "the stored run")
+    (state_dir / "compute" / "runs" / "gone-20260919T120000Z-bbbbbb.json").unlink()
+    inbox.wait_for(
+        lambda m: isinstance(m, RunsChanged) and not m.stored.handles, "an empty store"
+    )
+    assert monitor.stored.handles == ()
+
+
+def test_a_record_that_cannot_be_read_is_posted_with_its_reason(
+    state_dir: Path, inbox: Inbox, started: Callable[..., RunMonitor]
+) -> None:
+    runs = state_dir / "compute" / "runs"
+    runs.mkdir(parents=True)
+    started(poll=False)
+    inbox.wait_for(lambda m: isinstance(m, RunsChanged) and m.complete, "the first read")
+    (runs / "bad-20260919T120000Z-cccccc.json").write_text('{"schema_version": 1}')
+    message = inbox.wait_for(
+        lambda m: isinstance(m, RunsChanged) and bool(m.stored.unreadable), "the bad record"
+    )
+    assert isinstance(message, RunsChanged)
+    [(path, reason)] = message.stored.unreadable.items()
+    assert path.name == "bad-20260919T120000Z-cccccc.json"
+    assert "version 1" in reason
+
+
+@pytest.mark.slow
+def test_a_run_is_followed_to_its_end_and_a_later_session_knows_it_without_asking(
+    state_dir: Path, project: Path, inbox: Inbox, started: Callable[..., RunMonitor]
+) -> None:
+    monitor = started()
+    service = Service()
+    handle = service.submit(service.plan(service.open_project(project), "quick"))
+    inbox.wait_for(
+        lambda m: isinstance(m, RunStateChanged)
+        and m.run_id == handle.run_id
+        and m.state is RunState.SUCCEEDED,
+        "the run's success",
+    )
+    assert monitor.ended_at(handle.run_id) is not None
+    monitor.stop()
+
+    later = RunMonitor(Service(), Inbox().post, poll=False)
+    assert later.state_of(handle.run_id) is RunState.SUCCEEDED
+    assert later.ended_at(handle.run_id) == monitor.ended_at(handle.run_id)
+
+
+def test_a_run_whose_backend_is_not_installed_is_reported_naming_it(
+    state_dir: Path, inbox: Inbox, started: Callable[..., RunMonitor]
+) -> None:
+    save_handle(
+        state_dir,
+        run_id="far-20260919T120000Z-dddddd",
+        job="far",
+        backend="nowhere",
+        submitted_at=EARLIER,
+    )
+    monitor = started()
+    message = inbox.wait_for(lambda m: isinstance(m, RunStatusFailed), "the backend's refusal")
+    assert isinstance(message, RunStatusFailed)
+    assert message.run_id == "far-20260919T120000Z-dddddd"
+    assert "'nowhere'" in message.reason
+    assert monitor.state_of("far-20260919T120000Z-dddddd") is None
+
+
+def test_editing_pyproject_posts_the_project_as_it_reads_now(
+    state_dir: Path, project: Path, inbox: Inbox, started: Callable[..., RunMonitor]
+) -> None:
+    started(project, poll=False)
+    inbox.wait_for(lambda m: isinstance(m, RunsChanged) and m.complete, "the first read")
+    (project / "pyproject.toml").write_text(pyproject_text(QUICK_JOB), encoding="utf-8")
+    message = inbox.wait_for(
+        lambda m: isinstance(m, ConfigChanged)
+        and m.project.config is not None
+        and list(m.project.config.jobs) == ["quick"],
+        "the edited project",
+    )
+    assert isinstance(message, ConfigChanged)
+    assert message.project.problem is None
+
+
+def test_a_backend_call_past_its_deadline_names_the_backend_and_is_abandoned() -> None:
+    release = threading.Event()
+    try:
+        with pytest.raises(ProviderError, match=r"backend 'modal': status of r1 did not answer"):
+            call_with_deadline(
+                lambda: release.wait(DEADLINE), seconds=0.05, backend="modal", what="status of r1"
+            )
+    finally:
+        release.set()
+
+
+def test_a_backend_error_within_the_deadline_is_raised_as_it_was() -> None:
+    def refuse() -> None:
+        raise ProviderError("modal: no such app")
+
+    with pytest.raises(ProviderError, match="no such app"):
+        call_with_deadline(refuse, seconds=DEADLINE, backend="modal", what="status")

@@ -43,19 +43,15 @@ def _verb(name: str) -> Callable[[argparse.Namespace], int]:
 def _open_tui(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    if args.verb == "demo":
-        from x_tui.demo import prepare_demo_project
-
-        project: Path | None = prepare_demo_project()
-        demo = True
-    else:
-        from x_tui.compute.operations import locate_project
-
-        project = Path(args.project).resolve() if args.project else locate_project()
-        demo = False
     from x_tui.app import run_app
 
-    return run_app(project, demo=demo)
+    if args.verb == "demo":
+        # run_app copies the bundled demo project to a writable place (once) and opens it.
+        return run_app(None, demo=True, low_bandwidth=args.low_bandwidth)
+    from x_tui.compute.operations import locate_project
+
+    project = Path(args.project).resolve() if args.project else locate_project()
+    return run_app(project, low_bandwidth=args.low_bandwidth)
 
 
 def _tolerant_streams() -> None:

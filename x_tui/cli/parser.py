@@ -65,6 +65,13 @@ def build_parser() -> Parser:
     parser = Parser(prog=PROG, description=DESCRIPTION)
     parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     _project_option(parser, default=None)
+    parser.add_argument(
+        "--low-bandwidth",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="the TUI's low-bandwidth profile (fewer frames, batched log updates, no animation) "
+        "for slow SSH links (default: the settings file's choice)",
+    )
     verbs = parser.add_subparsers(dest="verb", metavar="COMMAND")
 
     def verb(name: str, help_text: str) -> argparse.ArgumentParser:

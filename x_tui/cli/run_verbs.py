@@ -43,7 +43,7 @@ def follow_logs(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> 
             write(line)
     except KeyboardInterrupt:
         sys.stderr.write(
-            f"\nStopped following {handle.run_id}; it is still running. Follow it again with:\n"
+            f"\nStopped following {handle.run_id}; the run goes on. Follow it again with:\n"
             f"  x-tui logs {handle.run_id} --follow\n"
         )
         sys.stderr.flush()

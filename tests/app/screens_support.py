@@ -38,11 +38,16 @@ timeout_seconds = 900
 sleeps = ["python", "-c", "import time; print('sleeping', flush=True); time.sleep(600)"]
 """
 
-WRITER_JOB = """
+WRITE_42 = (
+    "import os, pathlib; d = pathlib.Path(os.environ['AVITAI_OUTPUT_DIR']) / 'result'; "
+    "d.mkdir(parents=True); (d / 'value.txt').write_text('42'); print('wrote 42')"
+)
+
+WRITER_JOB = f"""
 [tool.substrax.compute.jobs.writer]
 timeout_seconds = 120
 [tool.substrax.compute.jobs.writer.commands]
-writes = ["python", "-c", "import os, pathlib; d = pathlib.Path(os.environ['AVITAI_OUTPUT_DIR']) / 'result'; d.mkdir(parents=True); (d / 'value.txt').write_text('42'); print('wrote 42')"]
+writes = ["python", "-c", "{WRITE_42}"]
 """
 
 SUBMITTED_AT = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)

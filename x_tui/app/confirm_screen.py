@@ -117,8 +117,8 @@ class AskPathScreen(ModalScreen[Path | None]):
         background: $background 60%;
     }
     AskPathScreen > #ask-dialog {
-        width: 80;
-        max-width: 100%;
+        width: 90%;
+        max-width: 120;
         height: auto;
         border: thick $primary;
         background: $surface;

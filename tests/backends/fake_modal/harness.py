@@ -36,6 +36,7 @@ _MODAL_VARIABLES = (
     "FAKE_MODAL_UNREACHABLE",
     "FAKE_MODAL_BUILDER_VERSION",
     "FAKE_MODAL_APP_LINGERS",
+    "FAKE_MODAL_BUILD_SECONDS",
 )
 
 
@@ -119,3 +120,39 @@ def install_fake_modal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
         fake.kill_all()
         _forget_modal()
         sys.modules.update(saved)
+
+
+PYPROJECT = """\
+[project]
+name = "demo"
+version = "0.1.0"
+requires-python = ">=3.11"
+dependencies = []
+
+[project.optional-dependencies]
+cuda12 = []
+
+[build-system]
+requires = ["hatchling"]
+build-backend = "hatchling.build"
+"""
+"""A small packaged project's ``pyproject.toml``."""
+
+
+def make_project(root: Path, scripts: dict[str, str], *, pyproject: str | None = PYPROJECT) -> Path:
+    """A project with ``scripts/<name>.py`` for each script, and a ``pyproject.toml``.
+
+    Args:
+        root: The project's directory (created).
+        scripts: Each script's text, by name.
+        pyproject: The ``pyproject.toml``; none when ``None``.
+
+    Returns:
+        ``root``.
+    """
+    (root / "scripts").mkdir(parents=True)
+    for name, text in scripts.items():
+        (root / "scripts" / f"{name}.py").write_text(text, encoding="utf-8")
+    if pyproject is not None:
+        (root / "pyproject.toml").write_text(pyproject, encoding="utf-8")
+    return root

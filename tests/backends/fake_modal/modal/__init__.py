@@ -554,6 +554,7 @@ class App:
     ) -> Iterator[App]:
         """Build the app's images, then run it until the block ends (or longer, detached)."""
         rpc("App.run")
+        time.sleep(float(os.environ.get("FAKE_MODAL_BUILD_SECONDS", "0")))
         for function in self.functions:
             function.paths = function.image.build()
         self.app_id = new_id("ap-", 22)

@@ -1,0 +1,140 @@
+"""The submit screen: its preview follows the fields, refusals stay in the screen, and nothing
+is half-submitted."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from textual.widgets import Button, Input, Select
+
+from x_tui.app.main_screen import MainScreen
+from x_tui.app.submit_screen import SubmitScreen
+from x_tui.compute.operations import open_project
+from x_tui.compute.store import RunStore
+
+from .conftest import asynchronous, make_app, pyproject_text, screen_text, wait_until
+from .screens_support import QUICK_JOB, write_project
+
+GPU_JOB = """
+[tool.substrax.compute.jobs.gpu]
+timeout_seconds = 600
+resources = { accelerator = { kind = "L4", count = 1 }, cpu = 8 }
+[tool.substrax.compute.jobs.gpu.commands]
+check = ["python", "-c", "print('checking')"]
+"""
+
+
+async def _open_submit(app: object, pilot: object, job: str, project: Path) -> SubmitScreen:
+    screen = SubmitScreen(job, project=open_project(project))
+    await app.push_screen(screen)  # type: ignore[attr-defined]
+    await wait_until(
+        pilot,  # type: ignore[arg-type]
+        lambda: screen.plan is not None or screen.error is not None,
+        "a plan",
+    )
+    return screen
+
+
+@asynchronous
+async def test_the_preview_shows_the_resolved_spec_and_where_it_runs(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    project = write_project(tmp_path / "sample", QUICK_JOB + GPU_JOB)
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open_submit(app, pilot, "gpu", project)
+        text = screen_text(app)
+        assert "Submit gpu" in text
+        assert "L4 · 8 CPU" in text
+        task_row = next(line for line in text.splitlines() if line.strip().startswith("check "))
+        assert "python -c" in task_row
+        assert "Runs on   local" in text
+        assert app.focused is screen.query_one("#submit-go", Button)
+        backend: Select[str] = screen.query_one("#submit-backend", Select)
+        assert backend.value == "local"
+        assert screen.query_one("#submit-accelerator", Input).value == "L4"
+
+
+@asynchronous
+async def test_typing_an_accelerator_plans_again_and_the_preview_follows(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    project = write_project(tmp_path / "sample", QUICK_JOB + GPU_JOB)
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open_submit(app, pilot, "gpu", project)
+        field = screen.query_one("#submit-accelerator", Input)
+        field.focus()
+        field.value = ""
+        await pilot.press(*"H100:8")
+        await wait_until(pilot, lambda: "H100:8 · 8 CPU" in screen_text(app), "the new request")
+        assert screen.plan is not None
+        assert str(screen.plan.spec.resources.accelerator) == "H100:8"
+
+
+@asynchronous
+async def test_a_bad_accelerator_is_shown_in_the_screen_and_enter_submits_nothing(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    project = write_project(tmp_path / "sample", QUICK_JOB + GPU_JOB)
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open_submit(app, pilot, "gpu", project)
+        field = screen.query_one("#submit-accelerator", Input)
+        field.focus()
+        field.value = ""
+        await pilot.press(*"H100:zero")
+        await wait_until(pilot, lambda: screen.error is not None, "the refusal")
+        assert "H100:zero" in screen_text(app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "Not submitted" in screen_text(app), "the refusal again")
+        assert "H100:zero" in screen_text(app)
+        assert RunStore().read_all().handles == ()
+        assert not screen.query_one("#submit-go", Button).disabled
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
+
+
+@asynchronous
+async def test_an_interpreter_that_cannot_start_is_refused_and_leaves_no_run(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "sample"
+    project.mkdir()
+    text = pyproject_text(QUICK_JOB).replace(
+        f"python = {json.dumps(sys.executable)}", 'python = "/nonexistent/bin/python"'
+    )
+    (project / "pyproject.toml").write_text(text, encoding="utf-8")
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open_submit(app, pilot, "quick", project)
+        assert screen.plan is not None
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "Not submitted" in screen_text(app), "the refusal")
+        assert "/nonexistent/bin/python" in screen_text(app)
+        assert isinstance(app.screen, SubmitScreen)
+        assert RunStore().read_all().handles == ()
+        assert not list((state_dir / "compute" / "local").glob("*/worker.pyz"))
+
+
+@asynchronous
+async def test_a_backend_that_refuses_its_settings_names_the_file_and_key(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "sample"
+    project.mkdir()
+    text = pyproject_text(QUICK_JOB).replace(
+        f"python = {json.dumps(sys.executable)}", 'pythn = "python3"'
+    )
+    (project / "pyproject.toml").write_text(text, encoding="utf-8")
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open_submit(app, pilot, "quick", project)
+        assert screen.error is not None
+        assert "pythn" in screen.error
+        assert "pythn" in screen_text(app)
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "Not submitted" in screen_text(app), "the refusal")
+        assert RunStore().read_all().handles == ()

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ParamSpec
 
 import pytest
+from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from x_tui.app.app import XTuiApp
@@ -108,11 +109,18 @@ async def wait_until(pilot: Pilot[object], condition: Callable[[], bool], what: 
     """Let the app run until ``condition()`` holds; fail naming ``what`` after the deadline."""
     loop = asyncio.get_running_loop()
     give_up = loop.time() + DEADLINE
-    while not condition():
+    while not _holds(condition):
         if loop.time() > give_up:
             raise AssertionError(f"gave up waiting for {what}")
         await pilot.pause(0.05)
     await pilot.pause()
+
+
+def _holds(condition: Callable[[], bool]) -> bool:
+    try:
+        return condition()
+    except NoMatches:  # the screen has not composed its widgets yet
+        return False
 
 
 def screen_text(app: XTuiApp) -> str:

@@ -37,8 +37,8 @@ COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("job", "Job", None),
     ("backend", "Backend", None),
     ("state", "State", 12),
-    ("age", "Age", 6),
-    ("duration", "Duration", 8),
+    ("age", "Age", 4),
+    ("duration", "Took", 6),
 )
 """(column key, heading, fixed width or ``None`` to fit the content) of each column, in order."""
 
@@ -53,7 +53,7 @@ STATE_STYLES: Mapping[RunState | None, tuple[str, str]] = {
 """The text and style of each state: a glyph as well as a colour, so no state rests on colour."""
 
 _EMPTY = "—"
-_REASON_WIDTH = 16
+_REASON_WIDTH = 12
 """How much of an unreadable record's reason its row shows (the line under the table has all)."""
 _INSERT_CHUNK = 500
 """Rows added per turn of the event loop when many arrive at once (the store's first read)."""
@@ -78,11 +78,44 @@ def format_span(seconds: float) -> str:
     return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
 
 
-def next_change(seconds: float) -> float:
-    """How many seconds until :func:`format_span` of a growing span shows another text."""
+def format_age(seconds: float) -> str:
+    """A coarse human age, at most four characters: ``42s``, ``17m``, ``5h``, ``12d``.
+
+    Args:
+        seconds: How long ago; a negative one (a clock skew) reads as ``0s``.
+
+    Returns:
+        The text.
+    """
     whole = max(0, int(seconds))
-    step = 1 if whole < 60 else 60 if whole < 86400 else 3600
-    return step - (seconds % step) if seconds >= 0 else -seconds + 0.001
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m"
+    if whole < 86400:
+        return f"{whole // 3600}h"
+    return f"{whole // 86400}d"
+
+
+def next_change(seconds: float, *, fine: bool) -> float:
+    """How many seconds until a growing span shows another text.
+
+    Args:
+        seconds: The span now.
+        fine: For :func:`format_span` (a running run's duration); else for :func:`format_age`.
+
+    Returns:
+        The wait, always positive.
+    """
+    if seconds < 0:
+        return -seconds + 0.001
+    if seconds < 60:
+        step = 1
+    elif seconds < 3600 or (fine and seconds < 86400):
+        step = 60
+    else:
+        step = 3600 if (fine or seconds < 86400) else 86400
+    return step - (seconds % step)
 
 
 @dataclass(slots=True)
@@ -358,11 +391,11 @@ class RunsTable(DataTable[Text]):
     def _cells(self, row: _Row) -> tuple[Text, ...]:
         if row.handle is None:
             return (
-                safe_text(row.path.name if row.path else row.key, "red"),
+                safe_text(row.path.stem if row.path else row.key, "red"),
                 safe_text(_shorten(row.reason or "", _REASON_WIDTH), "red"),
                 Text(_EMPTY, style="dim"),
                 Text("✗ unreadable", style="bold red"),
-                Text(format_span(self._clock() - row.order[0])),
+                Text(format_age(self._clock() - row.order[0])),
                 Text(_EMPTY, style="dim"),
             )
         return (
@@ -370,7 +403,7 @@ class RunsTable(DataTable[Text]):
             safe_text(row.handle.job),
             safe_text(row.handle.backend),
             self._state_cell(row),
-            Text(format_span(self._clock() - row.order[0])),
+            Text(format_age(self._clock() - row.order[0])),
             self._duration_cell(row),
         )
 
@@ -396,7 +429,7 @@ class RunsTable(DataTable[Text]):
 
     def _schedule(self, row: _Row, *, rearm: bool = True) -> None:
         now = self._clock()
-        due = now + next_change(now - row.order[0])
+        due = now + next_change(now - row.order[0], fine=_running(row))
         self._next_at[row.key] = due
         heapq.heappush(self._due, (due, row.key))
         if rearm:
@@ -423,13 +456,19 @@ class RunsTable(DataTable[Text]):
                 continue
             touched.add(key)
             row = self._rows[key]
-            self.update_cell(key, "age", Text(format_span(now - row.order[0])))
+            self.update_cell(key, "age", Text(format_age(now - row.order[0])))
             if row.handle is not None:
                 self.update_cell(key, "duration", self._duration_cell(row))
-            due = now + next_change(now - row.order[0])
+            due = now + next_change(now - row.order[0], fine=_running(row))
             self._next_at[key] = due
             heapq.heappush(self._due, (due, key))
         self._rearm()
+
+
+def _running(row: _Row) -> bool:
+    return row.state is not None and row.handle is not None and not row.state.is_final and (
+        row.state is not RunState.PENDING
+    )
 
 
 def _shorten(text: str, width: int) -> str:

@@ -25,6 +25,10 @@ _MODULES = (
     "compute/manifest.py",
     "compute/worker.py",
     "compute/probe.py",
+    "compute/children.py",
+    "compute/environment.py",
+    "compute/attempts.py",
+    "compute/echo.py",
 )
 _MAIN = b"import sys\nfrom x_tui.compute.worker import main\nsys.exit(main())\n"
 

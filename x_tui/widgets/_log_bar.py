@@ -1,0 +1,151 @@
+"""The log view's input bar: type a search or a filter, toggle regex and case, submit or close.
+
+It posts :class:`SearchBar.Submitted` with a :class:`SearchQuery` (or ``None`` for an empty
+filter, which clears it) and :class:`SearchBar.Closed`; it never touches the view itself.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal
+from textual.message import Message
+from textual.widgets import Input, Static
+
+from x_tui.compute.logindex import SearchQuery
+
+Mode = Literal["search", "filter"]
+"""What the bar asks for."""
+
+
+class SearchBar(Horizontal):
+    """One input line for a search (``/``) or a filter (``&``).
+
+    | Key | Action |
+    | :- | :- |
+    | `enter` | Apply the search or filter. |
+    | `escape` | Close the bar; nothing changes. |
+    | `ctrl+r` | Toggle regular expression. |
+    | `ctrl+t` | Toggle match case. |
+    """
+
+    BINDINGS = [
+        Binding("escape", "close", "Close", id="log.bar.close"),
+        Binding("ctrl+r", "toggle_regex", "Regex", id="log.bar.regex"),
+        Binding("ctrl+t", "toggle_case", "Match case", id="log.bar.case"),
+    ]
+
+    DEFAULT_CSS = """
+    SearchBar {
+        height: 1;
+        display: none;
+        background: $panel;
+        &.-open { display: block; }
+        & > .search-bar--mode { width: auto; padding: 0 1; text-style: bold; }
+        & > Input { width: 1fr; height: 1; border: none; padding: 0; background: $panel; }
+        & > .search-bar--options { width: auto; padding: 0 1; }
+    }
+    """
+
+    class Submitted(Message):
+        """The user asked for a search or filter (``query`` is ``None`` for an empty filter)."""
+
+        def __init__(self, mode: Mode, query: SearchQuery | None) -> None:
+            """Record what was asked.
+
+            Args:
+                mode: ``"search"`` or ``"filter"``.
+                query: The query, or ``None`` when the input was empty.
+            """
+            super().__init__()
+            self.mode: Mode = mode
+            self.query = query
+
+    class Closed(Message):
+        """The bar closed without a query."""
+
+    def __init__(self, *, id: str | None = None) -> None:
+        """Create a closed bar.
+
+        Args:
+            id: The widget's id.
+        """
+        super().__init__(id=id)
+        self.mode: Mode = "search"
+        """What the bar asks for now."""
+        self.regex = False
+        """Whether the text is a regular expression."""
+        self.match_case = False
+        """Whether letter case must match."""
+
+    def compose(self) -> ComposeResult:
+        """A mode label, the input, the option toggles."""
+        yield Static(classes="search-bar--mode")
+        yield Input(compact=True, select_on_focus=False)
+        yield Static(classes="search-bar--options")
+
+    def open(self, mode: Mode, query: SearchQuery | None) -> None:
+        """Show the bar for ``mode``, starting from the last query of that mode.
+
+        Args:
+            mode: ``"search"`` or ``"filter"``.
+            query: The query in force, if any (its text and options are shown).
+        """
+        self.mode = mode
+        if query is not None:
+            self.regex = query.regex
+            self.match_case = not query.ignore_case
+        field = self.query_one(Input)
+        field.value = query.text if query is not None else ""
+        field.placeholder = "text to find" if mode == "search" else "show lines matching"
+        self.query_one(".search-bar--mode", Static).update("/" if mode == "search" else "&")
+        self._show_options()
+        self.add_class("-open")
+        field.focus()
+
+    def close(self) -> None:
+        """Hide the bar."""
+        self.remove_class("-open")
+
+    @property
+    def is_open(self) -> bool:
+        """Whether the bar is shown."""
+        return self.has_class("-open")
+
+    def action_close(self) -> None:
+        """Close without changing anything."""
+        self.close()
+        self.post_message(self.Closed())
+
+    def action_toggle_regex(self) -> None:
+        """Toggle whether the text is a regular expression."""
+        self.regex = not self.regex
+        self._show_options()
+
+    def action_toggle_case(self) -> None:
+        """Toggle whether case must match."""
+        self.match_case = not self.match_case
+        self._show_options()
+
+    def on_input_submitted(self, event: Input.Submitted) -> None:
+        """Post the query and close."""
+        event.stop()
+        text = event.value
+        query = (
+            SearchQuery(text=text, regex=self.regex, ignore_case=not self.match_case)
+            if text
+            else None
+        )
+        self.close()
+        self.post_message(self.Submitted(self.mode, query))
+
+    def _show_options(self) -> None:
+        options = Text()
+        options.append(" .* ", style="bold reverse" if self.regex else "dim")
+        options.append(" ")
+        options.append(" Aa ", style="bold reverse" if self.match_case else "dim")
+        options.append("  ^r ^t", style="dim")
+        self.query_one(".search-bar--options", Static).update(options)

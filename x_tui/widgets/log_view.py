@@ -1,0 +1,585 @@
+"""The one log viewer of x-tui: a growing file of any size, followed, searched, filtered.
+
+Every log (a local run's ``worker.log`` and task outputs, a remote run's spooled stream) is a file
+on this machine; :class:`LogView` shows one through a :class:`~x_tui.compute.logindex.LogIndex`, so
+it opens at the tail at once whatever the size, and reads only the lines on screen. Every line is
+sanitised before it is drawn (SGR colours kept, every other escape sequence removed, ``\\r``
+progress bars shown as their last state); log text is never markup and never a raw ``str``.
+
+The file is polled on a timer (it is local; a poll is one ``stat`` and one small read) and appends
+are shown in batches: every 50 ms, or every 500 ms with ``low_bandwidth``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rich.text import Text
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.message import Message
+from textual.reactive import reactive
+from textual.timer import Timer
+from textual.widget import Widget
+from textual.widgets import Static
+
+from x_tui.compute.errors import UserError
+from x_tui.compute.logindex import ERROR_QUERY, IndexChange, LogIndex, SearchQuery
+from x_tui.widgets._log_bar import SearchBar
+from x_tui.widgets._log_lines import LogLines
+from x_tui.widgets._log_search import FilterRows, LineSearch
+from x_tui.widgets.safe_text import safe_text
+
+POLL_SECONDS = 0.05
+"""How often the file is checked for appends (and appends shown), normally."""
+
+LOW_BANDWIDTH_POLL_SECONDS = 0.5
+"""How often the file is checked, and the screen redrawn for appends, with ``low_bandwidth``."""
+
+DEFAULT_CONTEXT = 2
+"""Lines shown before and after each match when filtering."""
+
+MAX_CONTEXT = 20
+"""The most context lines ``+`` gives."""
+
+
+class LogView(Widget):
+    """A log file, opened at its tail, followed as it grows; search, filter, errors, wrap.
+
+    | Key | Action |
+    | :- | :- |
+    | `end`, `F` | Follow: jump to the end and stick to it (scrolling up pauses it). |
+    | `w` | Wrap long lines, or not. |
+    | `/` | Search (highlights matches, shows "3/17"); `ctrl+r` regex, `ctrl+t` case. |
+    | `n`, `N` | Next, previous match. |
+    | `&` | Filter: show only matching lines with context (empty input clears it). |
+    | `+`, `-` | More, fewer context lines around filtered matches. |
+    | `e`, `E` | Next, previous error or traceback. |
+
+    Arrows, `pageup`/`pagedown` and `home` scroll; scrolling up pauses following and the status
+    line counts "+N new lines" until `end` (or scrolling back to the end) resumes it.
+    """
+
+    BINDINGS = [
+        Binding("end,F", "follow", "Follow", id="log.follow"),
+        Binding("w", "toggle_wrap", "Wrap", id="log.wrap"),
+        Binding("slash", "search", "Search", id="log.search"),
+        Binding("n", "next_match", "Next match", id="log.next_match"),
+        Binding("N", "previous_match", "Prev match", id="log.previous_match"),
+        Binding("ampersand", "filter", "Filter", id="log.filter"),
+        Binding("plus", "context(1)", "More context", show=False, id="log.more_context"),
+        Binding("minus", "context(-1)", "Less context", show=False, id="log.less_context"),
+        Binding("e", "next_error", "Next error", id="log.next_error"),
+        Binding("E", "previous_error", "Prev error", id="log.previous_error"),
+    ]
+
+    DEFAULT_CSS = """
+    LogView {
+        height: 1fr;
+        layout: vertical;
+        & > .log-view--status {
+            height: 1;
+            background: $panel;
+            color: $text-muted;
+            padding: 0 1;
+        }
+    }
+    """
+
+    low_bandwidth: reactive[bool] = reactive(False)
+    """Poll and redraw for appends every 500 ms instead of every 50 ms (slow SSH links)."""
+
+    class FollowChanged(Message):
+        """The view started or stopped following the end of the file."""
+
+        def __init__(self, log_view: LogView, following: bool) -> None:
+            """Record the new state.
+
+            Args:
+                log_view: The view.
+                following: Whether it now sticks to the end.
+            """
+            super().__init__()
+            self.log_view = log_view
+            self.following = following
+
+        @property
+        def control(self) -> LogView:
+            """The view that changed."""
+            return self.log_view
+
+    class Reset(Message):
+        """The file was truncated, rewritten or replaced, and is shown again from scratch."""
+
+        def __init__(self, log_view: LogView) -> None:
+            """Record which view.
+
+            Args:
+                log_view: The view.
+            """
+            super().__init__()
+            self.log_view = log_view
+
+        @property
+        def control(self) -> LogView:
+            """The view that was reset."""
+            return self.log_view
+
+    def __init__(
+        self,
+        path: Path | None = None,
+        *,
+        follow: bool = True,
+        low_bandwidth: bool = False,
+        name: str | None = None,
+        id: str | None = None,
+        classes: str | None = None,
+        disabled: bool = False,
+    ) -> None:
+        """Create a view of ``path`` (or of nothing yet).
+
+        Args:
+            path: The log file; it need not exist yet (it is shown once it does).
+            follow: Whether to stick to the end from the start.
+            low_bandwidth: Batch appends every 500 ms instead of every 50 ms.
+            name: The widget's name.
+            id: The widget's id.
+            classes: The widget's classes.
+            disabled: Whether the widget is disabled.
+        """
+        super().__init__(name=name, id=id, classes=classes, disabled=disabled)
+        self._path = path
+        self._initial_follow = follow
+        self.set_reactive(LogView.low_bandwidth, low_bandwidth)
+        self._index: LogIndex | None = None
+        self._timer: Timer | None = None
+        self._search = LineSearch(self, "search", self._search_updated)
+        self._errors = LineSearch(self, "errors", self._errors_updated)
+        self._filter = LineSearch(self, "filter", self._filter_updated)
+        self._rows = FilterRows(DEFAULT_CONTEXT)
+        self._filter_seen = 0
+        self._pending_search_jump = False
+        self._pending_error_jump = 0
+        self._flash: Text | None = None
+
+    def compose(self) -> ComposeResult:
+        """The lines, the input bar (hidden), the status line."""
+        yield LogLines(following=self._initial_follow)
+        yield SearchBar()
+        yield Static(classes="log-view--status")
+
+    def on_mount(self) -> None:
+        """Open the file given at construction and start polling."""
+        self._start_timer()
+        self.open(self._path)
+
+    def on_unmount(self) -> None:
+        """Stop searching and close the file."""
+        for search in (self._search, self._errors, self._filter):
+            search.clear()
+        if self._index is not None:
+            self._index.close()
+            self._index = None
+
+    # -- public API ---------------------------------------------------------------------------
+
+    @property
+    def path(self) -> Path | None:
+        """The file shown, or ``None``."""
+        return self._path
+
+    @property
+    def index(self) -> LogIndex | None:
+        """The index of the file shown."""
+        return self._index
+
+    @property
+    def lines_view(self) -> LogLines:
+        """The scrolling part (for tests and screens that need its rows)."""
+        return self.query_one(LogLines)
+
+    @property
+    def following(self) -> bool:
+        """Whether the view sticks to the end of the file."""
+        return self.lines_view.following
+
+    @property
+    def focusable(self) -> bool:
+        """Whether the view can take focus (its lines can)."""
+        return self.is_mounted and self.lines_view.focusable
+
+    def focus(self, scroll_visible: bool = True) -> LogView:
+        """Focus the lines, so the view's keys work.
+
+        Args:
+            scroll_visible: Scroll the view into sight.
+
+        Returns:
+            The view.
+        """
+        self.lines_view.focus(scroll_visible)
+        return self
+
+    def open(self, path: Path | None) -> None:
+        """Show another file (or the same again, from scratch), opened at its tail.
+
+        Args:
+            path: The log file, or ``None`` to show nothing.
+        """
+        self._path = path
+        if not self.children:
+            return  # not composed yet: on_mount opens it
+        if self._index is not None:
+            self._index.close()
+        self._index = LogIndex(path) if path is not None else None
+        if self._index is not None:
+            self._index.open()
+        self._forget_searches()
+        lines = self.lines_view
+        lines.pattern = None
+        lines.reset(self._index)
+        self._update_status()
+
+    # -- polling ------------------------------------------------------------------------------
+
+    def watch_low_bandwidth(self) -> None:
+        """Change how often the file is polled."""
+        if self._timer is not None:
+            self._start_timer()
+
+    def _start_timer(self) -> None:
+        if self._timer is not None:
+            self._timer.stop()
+        interval = LOW_BANDWIDTH_POLL_SECONDS if self.low_bandwidth else POLL_SECONDS
+        self._timer = self.set_interval(interval, self._poll)
+
+    def _poll(self) -> None:
+        index = self._index
+        if index is None:
+            return
+        change = index.refresh()
+        if change.changed:
+            self._apply(change)
+        elif not index.complete:
+            self._update_status()  # indexing progress
+        if change.more:
+            self.call_later(self._poll)
+
+    def _apply(self, change: IndexChange) -> None:
+        index = self._index
+        assert index is not None
+        lines = self.lines_view
+        if change.reset:
+            lines.reset(index)
+            self._restart_searches()
+            self.post_message(self.Reset(self))
+        elif change.prepended:
+            lines.shift(change.prepended)
+            self._restart_searches()
+        if change.appended or change.last_changed:
+            if self._filter.active:
+                self._rows.grow(index.line_count)
+                lines.rows = self._rows.rows
+            for search in (self._search, self._errors, self._filter):
+                search.tick()
+            if not change.reset:
+                lines.lines_added(change.appended)
+            lines.refresh()
+        self._update_status()
+
+    # -- follow and wrap ----------------------------------------------------------------------
+
+    def action_follow(self) -> None:
+        """Jump to the end and stick to it."""
+        self._flash = None
+        self.lines_view.set_following(True)
+        self._update_status()
+
+    def on_log_lines_follow_moved(self, message: LogLines.FollowMoved) -> None:
+        """Tell the screen that following started or stopped."""
+        message.stop()
+        self._update_status()
+        self.post_message(self.FollowChanged(self, message.following))
+
+    def on_log_lines_sanitised(self, message: LogLines.Sanitised) -> None:
+        """Show how many control sequences were removed so far."""
+        message.stop()
+        self._update_status()
+
+    def action_toggle_wrap(self) -> None:
+        """Wrap long lines, or cut them at the edge (scroll sideways then)."""
+        self._flash = None
+        lines = self.lines_view
+        lines.wrap = not lines.wrap
+        lines.restyle()
+        lines.update_size()
+        if lines.following:
+            lines.scroll_to_end()
+        self._update_status()
+
+    # -- search -------------------------------------------------------------------------------
+
+    def action_search(self) -> None:
+        """Open the input bar for a search."""
+        self._flash = None
+        self.query_one(SearchBar).open("search", self._search.query)
+
+    def action_filter(self) -> None:
+        """Open the input bar for a filter."""
+        self._flash = None
+        self.query_one(SearchBar).open("filter", self._filter.query)
+
+    def on_search_bar_submitted(self, message: SearchBar.Submitted) -> None:
+        """Start the search or filter the user typed."""
+        message.stop()
+        self.lines_view.focus()
+        index = self._index
+        if index is None:
+            return
+        try:
+            if message.mode == "search":
+                self._start_search(index, message.query)
+            else:
+                self._start_filter(index, message.query)
+        except UserError as error:
+            self._flash = safe_text(str(error), "bold red")
+        self._update_status()
+
+    def on_search_bar_closed(self, message: SearchBar.Closed) -> None:
+        """Give the keys back to the lines."""
+        message.stop()
+        self.lines_view.focus()
+
+    def _start_search(self, index: LogIndex, query: SearchQuery | None) -> None:
+        lines = self.lines_view
+        if query is None:
+            self._search.clear()
+            lines.pattern = None
+        else:
+            self._search.start(index, query)
+            lines.pattern = self._search.pattern
+            self._pending_search_jump = True
+        lines.restyle()
+
+    def _start_filter(self, index: LogIndex, query: SearchQuery | None) -> None:
+        lines = self.lines_view
+        if query is None:
+            self._filter.clear()
+            lines.rows = None
+            lines.marked = None
+        else:
+            self._filter.start(index, query)
+            self._rows.rebuild((), index.line_count)
+            self._filter_seen = 0
+            lines.rows = self._rows.rows
+            lines.marked = self._filter.lines
+        lines.restyle()
+        lines.update_size()
+        lines.set_following(True)
+
+    def action_next_match(self) -> None:
+        """Show the next match after the current line."""
+        self._step_match(1)
+
+    def action_previous_match(self) -> None:
+        """Show the match before the current line."""
+        self._step_match(-1)
+
+    def _step_match(self, step: int) -> None:
+        self._flash = None
+        if not self._search.active:
+            self._flash = Text("no search: press / first", style="yellow")
+            self._update_status()
+            return
+        anchor = self._anchor()
+        target = self._search.after(anchor) if step > 0 else self._search.before(anchor)
+        if target is None and self._search.lines:
+            target = self._search.lines[0] if step > 0 else self._search.lines[-1]
+            self._flash = Text("search wrapped", style="yellow")
+        if target is not None:
+            self._show(target)
+        self._update_status()
+
+    def action_context(self, step: int) -> None:
+        """Show more or fewer lines around each filtered match."""
+        self._flash = None
+        context = max(0, min(MAX_CONTEXT, self._rows.context + step))
+        if context == self._rows.context:
+            return
+        self._rows.context = context
+        if self._filter.active and self._index is not None:
+            self._rows.rebuild(self._filter.lines, self._index.line_count)
+            lines = self.lines_view
+            lines.rows = self._rows.rows
+            lines.update_size()
+            if lines.current is not None and not lines.following:
+                lines.show_line(lines.current)
+        self._update_status()
+
+    # -- errors -------------------------------------------------------------------------------
+
+    def action_next_error(self) -> None:
+        """Show the next error or traceback after the current line."""
+        self._jump_error(1)
+
+    def action_previous_error(self) -> None:
+        """Show the error or traceback before the current line."""
+        self._jump_error(-1)
+
+    def _jump_error(self, step: int) -> None:
+        index = self._index
+        if index is None:
+            return
+        self._flash = None
+        if not self._errors.active:
+            self._errors.start(index, ERROR_QUERY)
+        self._pending_error_jump = step
+        self._resolve_error_jump()
+        self._update_status()
+
+    def _resolve_error_jump(self) -> None:
+        step = self._pending_error_jump
+        if not step:
+            return
+        anchor = self._anchor()
+        errors = self._errors
+        if step > 0:
+            target = errors.after(anchor)
+        else:
+            # Matches arrive in file order: the one before the anchor is known once the search
+            # has passed the anchor (or ended).
+            passed = not errors.running or (errors.lines and errors.lines[-1] >= anchor)
+            target = errors.before(anchor) if passed else None
+            if not passed:
+                return
+        if target is not None:
+            self._pending_error_jump = 0
+            self._show(target)
+        elif not self._errors.running:
+            self._pending_error_jump = 0
+            where = "below" if step > 0 else "above"
+            self._flash = Text(f"no error {where}", style="yellow")
+
+    # -- search results -----------------------------------------------------------------------
+
+    def _search_updated(self, search: LineSearch) -> None:
+        if self._pending_search_jump:
+            # The first match at or below the top line, else the nearest above it; while
+            # following, the latest match (known once the search is done).
+            following = self.lines_view.following
+            anchor = self.index.line_count if following and self.index else self._anchor()
+            target = None if following else search.at_or_after(anchor)
+            if target is None and not search.running:
+                target = search.before(anchor)
+                if target is None:
+                    self._flash = Text("no match", style="yellow")
+                self._pending_search_jump = False
+            if target is not None:
+                self._pending_search_jump = False
+                self._show(target)
+        self.lines_view.refresh()
+        self._update_status()
+
+    def _errors_updated(self, search: LineSearch) -> None:
+        self._resolve_error_jump()
+        self._update_status()
+
+    def _filter_updated(self, search: LineSearch) -> None:
+        index = self._index
+        if index is None:
+            return
+        lines = self.lines_view
+        known = len(self._rows.rows)
+        self._rows.add(search.lines[self._filter_seen :], index.line_count)
+        self._filter_seen = len(search.lines)
+        lines.rows = self._rows.rows
+        lines.marked = search.lines
+        if len(self._rows.rows) != known:
+            lines.restyle()
+            lines.update_size()
+            if lines.following:
+                lines.scroll_to_end()
+        self._update_status()
+
+    def _show(self, line: int) -> None:
+        lines = self.lines_view
+        lines.current = line
+        lines.restyle()
+        lines.show_line(line)
+
+    def _anchor(self) -> int:
+        """The line a jump starts from: the current line, else the top line shown."""
+        lines = self.lines_view
+        if lines.current is not None:
+            return lines.current
+        top = lines.top_line
+        return top if top is not None else 0
+
+    def _forget_searches(self) -> None:
+        for search in (self._search, self._errors, self._filter):
+            search.clear()
+        self._rows.rebuild((), 0)
+        self._filter_seen = 0
+        self._pending_search_jump = False
+        self._pending_error_jump = 0
+        self._flash = None
+
+    def _restart_searches(self) -> None:
+        index = self._index
+        assert index is not None
+        for search in (self._search, self._errors, self._filter):
+            if search.active:
+                search.restart(index)
+        if self._filter.active:
+            self._rows.rebuild((), index.line_count)
+            self._filter_seen = 0
+            self.lines_view.rows = self._rows.rows
+            self.lines_view.marked = self._filter.lines
+
+    # -- status -------------------------------------------------------------------------------
+
+    def _update_status(self) -> None:
+        if not self.children:
+            return
+        self.query_one(".log-view--status", Static).update(self._status_text())
+
+    def _status_text(self) -> Text:
+        lines = self.lines_view
+        index = self._index
+        text = Text(no_wrap=True, overflow="ellipsis", end="")
+        if index is None:
+            return text.append("no log", style="dim")
+        if lines.following:
+            text.append("● following", style="bold green")
+        else:
+            text.append("‖ paused", style="bold yellow")
+            if lines.new_lines:
+                text.append(f" +{lines.new_lines:,} new lines", style="bold")
+            text.append(" (end: follow)", style="dim")
+        if self._search.active:
+            text.append(" │ /", style="dim")
+            text.append_text(safe_text(self._search.query.text if self._search.query else ""))
+            total = len(self._search.lines)
+            rank = self._search.position(lines.current) if lines.current is not None else 0
+            counter = f" {rank}/{total:,}" if rank else f" {total:,} matches"
+            text.append(counter + ("…" if self._search.running else ""), style="bold")
+        if self._filter.active:
+            text.append(" │ &", style="dim")
+            text.append_text(safe_text(self._filter.query.text if self._filter.query else ""))
+            text.append(
+                f" {len(self._filter.lines):,} lines ±{self._rows.context}"
+                + ("…" if self._filter.running else ""),
+                style="bold",
+            )
+        if self._pending_error_jump:
+            text.append(" │ looking for errors…", style="dim")
+        if not index.complete:
+            text.append(f" │ indexing {index.progress:.0%}", style="dim")
+        if lines.wrap:
+            text.append(" │ wrap", style="dim")
+        if lines.removed:
+            text.append(f" │ ⚠ {lines.removed:,} control sequences removed", style="yellow")
+        if self._flash is not None:
+            text.append(" │ ", style="dim")
+            text.append_text(self._flash)
+        return text

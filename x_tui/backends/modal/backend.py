@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import os
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -31,7 +32,7 @@ from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
 from x_tui.compute.records import JsonValue, RecordError, dumps_compact
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir, run_id_time
-from x_tui.compute.worker_bundle import WORKER_NAME, worker_digest, write_worker_zipapp
+from x_tui.compute.worker_bundle import WORKER_NAME, worker_digest, worker_zipapp_bytes
 
 NAME: Final = "modal"
 CANCELLED: Final = "cancelled"
@@ -146,7 +147,7 @@ class ModalBackend:
         run = new_run(spec, project, settings=self.settings.table())
         credentials.require_credentials()
         modal = sdk.import_modal()
-        write_worker_zipapp(planned.worker_file.parent, planned.worker_file.name)
+        _ensure_worker_file(planned.worker_file)
         outputs_volume, *mounts = [
             sdk.volume(modal, mount, planned.environment) for mount in planned.volumes
         ]
@@ -390,6 +391,25 @@ class ModalBackend:
                 f"run {handle.run_id} is cancelled, but its app was not stopped ({error}); stop it"
                 f" with `modal app stop {app_id}`"
             ) from None
+
+
+def _ensure_worker_file(path: Path) -> None:
+    """Write the worker zipapp at ``path`` unless it is there whole; never a torn file.
+
+    Modal hashes the file to key the image's last layer, so two submits at once must never let
+    it see a half-written one: the bytes go to a unique partial file, renamed into place.
+    """
+    data = worker_zipapp_bytes()
+    try:
+        if path.read_bytes() == data:
+            return
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    partial = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.partial")
+    partial.write_bytes(data)
+    partial.chmod(0o755)
+    os.replace(partial, path)
 
 
 def submitted_since(handle: RunHandle) -> dt.datetime:

@@ -277,7 +277,8 @@ def test_the_real_sdk_accepts_the_image_and_function_a_plan_describes(tmp_path: 
         from pathlib import Path
         import modal
         from x_tui.backends.modal import ModalBackend, sdk
-                from x_tui.compute.extensions import ResourceRequest, CpuRequest
+        from x_tui.backends.modal.container import container_function
+        from x_tui.compute.extensions import ResourceRequest, CpuRequest
         from x_tui.compute.resources import parse_accelerators
         from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 

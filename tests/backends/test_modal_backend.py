@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 import time
@@ -13,7 +14,7 @@ import pytest
 
 from x_tui.backends.modal import ModalBackend
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import BackendUnavailableError, ProviderError
+from x_tui.compute.errors import BackendUnavailableError, BadRecordError, ProviderError
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.resources import parse_accelerators
@@ -168,6 +169,25 @@ def test_cancel_stops_the_call_its_container_and_the_app_and_twice_is_harmless(
     backend.cancel(running)
     assert backend.status(running) is RunState.CANCELLED
     assert fake.rpcs() == before
+
+
+def test_cancel_of_a_run_whose_app_is_gone_still_cancels_it(
+    backend: ModalBackend, running: RunHandle, fake: FakeModal
+) -> None:
+    """An app Modal no longer knows needs no stopping: the run ends cancelled, no error."""
+    (fake.root / "apps" / f"{running.details['app_id']}.json").unlink()
+    backend.cancel(running)
+    assert backend.status(running) is RunState.CANCELLED
+    assert "stop" not in fake.module.LAST
+
+
+def test_a_handle_without_its_call_is_refused_naming_it(
+    backend: ModalBackend, running: RunHandle
+) -> None:
+    """A handle whose details lost the call id is a bad record, not a crash."""
+    broken = dataclasses.replace(running, details={"app_id": running.details["app_id"]})
+    with pytest.raises(BadRecordError, match="details have no Modal call_id"):
+        backend.status(broken)
 
 
 def test_a_cancel_is_remembered_by_a_new_backend(

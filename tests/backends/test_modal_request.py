@@ -7,12 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.modal.request import (
-    ModalRequest,
-    app_name,
-    build_request,
-    gitignore_patterns,
-)
+from x_tui.backends.modal.ignore import gitignore_patterns
+from x_tui.backends.modal.request import ModalRequest, app_name, build_request
 from x_tui.backends.modal.settings import DEFAULT_IGNORE, ModalSettings
 from x_tui.compute.errors import ConfigError
 from x_tui.compute.extensions import CpuRequest, ResourceRequest

@@ -16,6 +16,7 @@ Settings, from ``[tool.substrax.compute.backends.modal]``:
 
 Modules: :mod:`.settings` (the table), :mod:`.credentials` (a token, found without RPC),
 :mod:`.request` (the image layers, function options and Volumes, made without Modal),
+:mod:`.ignore` (the project files the image leaves out),
 :mod:`.container` (the function run in the container, pickled by value), :mod:`.sdk` (the only
 import of ``modal``), :mod:`.deadline`, :mod:`.logs` (``modal app logs``), :mod:`.outputs`
 (reading the outputs Volume), :mod:`.backend` (``ModalBackend``).

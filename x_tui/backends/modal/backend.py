@@ -213,7 +213,7 @@ class ModalBackend:
 
     def _call_ended(self, handle: RunHandle) -> bool:
         modal = sdk.import_modal()
-        call = modal.FunctionCall.from_id(handle.details["call_id"])
+        call = modal.FunctionCall.from_id(_detail(handle, "call_id"))
         what = "reading the run's status"
 
         def poll() -> bool:
@@ -244,7 +244,8 @@ class ModalBackend:
         Raises:
             BackendUnavailableError: If Modal has no credentials here, or refuses them.
             ProviderError: If Modal did not answer in time.
-            BadRecordError: If the manifest on the Volume cannot be read.
+            BadRecordError: If the handle names no call, or the manifest on the Volume cannot
+                be read.
         """
         if self._marker(handle.run_id).exists():
             return RunState.CANCELLED
@@ -309,7 +310,7 @@ class ModalBackend:
         """
         credentials.require_credentials()
         command = logs.logs_command(
-            handle.details["app_id"],
+            _detail(handle, "app_id"),
             environment=self.settings.environment,
             follow=follow,
             since=submitted_since(handle),
@@ -371,26 +372,43 @@ class ModalBackend:
         if self.status(handle).is_final:
             return
         modal = sdk.import_modal()
+        call = modal.FunctionCall.from_id(_detail(handle, "call_id"))
+        app_id = _detail(handle, "app_id")
         marker = self._marker(handle.run_id)
         marker.parent.mkdir(parents=True, exist_ok=True)
         marker.touch()  # first, so a status read meanwhile never reports the cancel as a failure
-        call = modal.FunctionCall.from_id(handle.details["call_id"])
         try:
             self._ask(lambda: call.cancel(terminate_containers=True), "cancelling the run")
         except BaseException:
             marker.unlink(missing_ok=True)
             raise
-        app_id = handle.details["app_id"]
+
+        def stop_app() -> None:
+            try:
+                app = modal.App.lookup(app_id, environment_name=self.settings.environment)
+            except modal.exception.NotFoundError:
+                return  # gone already: nothing left to stop
+            app.stop()
+
         try:
-            self._ask(
-                lambda: modal.App.lookup(app_id, environment_name=self.settings.environment).stop(),
-                f"stopping the app {app_id}",
-            )
+            self._ask(stop_app, f"stopping the app {app_id}")
         except ProviderError as error:
             raise ProviderError(
                 f"run {handle.run_id} is cancelled, but its app was not stopped ({error}); stop it"
                 f" with `modal app stop {app_id}`"
             ) from None
+
+
+def _detail(handle: RunHandle, key: str) -> str:
+    """One of the provider references a modal handle's details hold (``app_id``, ``call_id``).
+
+    Raises:
+        BadRecordError: If the handle does not hold it.
+    """
+    value = handle.details.get(key)
+    if not value:
+        raise BadRecordError(f"run {handle.run_id}: its handle's details have no Modal {key}")
+    return value
 
 
 def _ensure_worker_file(path: Path) -> None:

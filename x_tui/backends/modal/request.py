@@ -23,11 +23,12 @@ from __future__ import annotations
 import math
 import sys
 import tomllib
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from x_tui.backends.modal.ignore import ignore_patterns
 from x_tui.backends.modal.settings import TABLE, ModalSettings
 from x_tui.compute.errors import ConfigError
 from x_tui.compute.extensions import ResourceRequest
@@ -55,8 +56,6 @@ MAX_TIMEOUT_SECONDS: Final = 24 * 60 * 60
 """Modal's limits on a function's timeout."""
 MAX_GPUS: Final = 8
 """The most GPUs one Modal container has."""
-ALWAYS_IGNORED: Final = (".venv", "**/.venv")
-"""Left out of the image whatever ``ignore`` says: a local environment never ships."""
 
 
 def python_version() -> str:
@@ -232,53 +231,6 @@ def function_timeout(spec: JobSpec) -> int:
             f" of {MAX_TIMEOUT_SECONDS} s (24 h) for one function call; shorten it or split the job"
         )
     return seconds
-
-
-def gitignore_patterns(text: str) -> list[str]:
-    """A ``.gitignore``'s patterns in the ``.dockerignore`` form Modal reads.
-
-    A pattern without a slash (but a trailing one) matches at any depth, so it gains ``**/``; a
-    leading slash anchors it at the root, where every ``.dockerignore`` pattern already is; a
-    trailing slash (directories only) is dropped; ``!`` keeps its meaning.
-    """
-    patterns: list[str] = []
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        if not line or line.startswith("#"):
-            continue
-        negate = line.startswith("!")
-        body = line[1:] if negate else line
-        if body.startswith("\\"):
-            body = body[1:]
-        body = body.rstrip("/")
-        if not body:
-            continue
-        anchored = "/" in body
-        body = body.lstrip("/")
-        if not body:
-            continue
-        if not anchored and not body.startswith("**/"):
-            body = f"**/{body}"
-        patterns.append(f"!{body}" if negate else body)
-    return patterns
-
-
-def ignore_patterns(project: Path, ignore: Sequence[str]) -> list[str]:
-    """The patterns of project files left out of the image, in the order they apply.
-
-    The project's ``.gitignore`` first, then the ``ignore`` setting (so ``!pattern`` there brings
-    back a file the ``.gitignore`` leaves out), then ``.venv`` at any depth, which nothing
-    brings back.
-    """
-    patterns: list[str] = []
-    try:
-        text = (project / ".gitignore").read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        text = ""
-    patterns.extend(gitignore_patterns(text))
-    patterns.extend(ignore)
-    patterns.extend(ALWAYS_IGNORED)
-    return patterns
 
 
 def _is_package(pyproject: Path) -> bool:

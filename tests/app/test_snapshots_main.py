@@ -73,6 +73,9 @@ def test_main_screen_at_80x24_tab_shows_the_runs(
     async def runs_pane(pilot: Pilot[Any]) -> None:
         await _settled(pilot)
         await pilot.press("tab")
+        app = pilot.app
+        assert isinstance(app, XTuiApp)
+        await wait_until(pilot, lambda: "Open run" in _text(app), "the runs pane's keys")
 
     assert snap_compare(still_app, terminal_size=(80, 24), run_before=runs_pane)
 

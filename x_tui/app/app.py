@@ -36,12 +36,15 @@ from x_tui.app.monitor import RunMonitor
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings
 
+STYLES = Path(__file__).resolve().parent.parent / "styles"
+"""The directory of the app's ``.tcss`` files (absolute, so a subclass elsewhere finds them)."""
+
 
 class XTuiApp(App[int]):
     """Launch and watch the compute runs a project declares; see the module documentation."""
 
     TITLE = "x-tui"
-    CSS_PATH = ["../styles/app.tcss", "../styles/main.tcss"]
+    CSS_PATH = [STYLES / "app.tcss", STYLES / "main.tcss"]
     HELP_TITLE = "Everywhere"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("q", "quit", "Quit", id="app.quit"),

@@ -25,19 +25,20 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from x_tui.app.actions import RUN_ACTION_BINDINGS, RunActions, monitor_of, service_of
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
+from x_tui.app.monitor import RunMonitor
+from x_tui.app.service import Service
 from x_tui.compute.operations import JobList, Project
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.job_browser import JobBrowser
@@ -80,7 +81,29 @@ def lazy_screen(module: str, name: str) -> Callable[..., Screen[Any]] | None:
     return screen if callable(screen) else None
 
 
-class MainScreen(RunActions, Screen[None]):
+def service_of(app: App[object]) -> Service:
+    """The app's service (``app.service``).
+
+    Raises:
+        RuntimeError: If the app has none (it is not an x-tui app).
+    """
+    service = getattr(app, "service", None)
+    if not isinstance(service, Service):
+        raise RuntimeError(f"{type(app).__name__} has no x-tui service")
+    return service
+
+
+def monitor_of(app: App[object]) -> RunMonitor | None:
+    """The app's run monitor (``app.monitor``), when it has one."""
+    monitor = getattr(app, "monitor", None)
+    return monitor if isinstance(monitor, RunMonitor) else None
+
+
+RUN_ACTIONS = ("cancel_run", "fetch_run", "rerun", "copy_run_id")
+"""The run actions of ``x_tui.app.actions``, offered on the runs pane."""
+
+
+class MainScreen(Screen[None]):
     """Jobs beside runs; see the module documentation."""
 
     HELP_TITLE = "Main screen"
@@ -93,7 +116,12 @@ class MainScreen(RunActions, Screen[None]):
         Binding("slash", "filter", "Filter runs", id="main.filter"),
         Binding("escape", "clear_filter", "Clear filter", id="main.clear_filter"),
         Binding("s", "submit", "Submit job", id="main.submit", show=False),
-        *RUN_ACTION_BINDINGS,
+        # The run screen's keys and ids (x_tui.app.actions.RUN_ACTION_BINDINGS), bound here so
+        # that module, with everything it imports, loads on the first use, not at start-up.
+        Binding("c", "cancel_run", "Cancel run", id="run.cancel"),
+        Binding("f", "fetch_run", "Fetch", id="run.fetch"),
+        Binding("r", "rerun", "Re-run", id="run.rerun"),
+        Binding("y", "copy_run_id", "Copy id", id="run.copy_id"),
         Binding("ctrl+r", "reload", "Reload", id="main.reload", show=False),
     ]
 
@@ -143,7 +171,7 @@ class MainScreen(RunActions, Screen[None]):
         return self.query_one("#runs", RunsTable)
 
     def selected_run(self) -> RunHandle | None:
-        """The highlighted run, for the run actions (``c``, ``f``, ``r``, ``y``)."""
+        """The highlighted run, which the run actions (``c``, ``f``, ``r``, ``y``) act on."""
         return self.runs.highlighted_handle()
 
     def _jobs_title(self) -> Text:
@@ -241,11 +269,42 @@ class MainScreen(RunActions, Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer the run actions on the runs pane only, and ``escape`` only while filtering."""
-        if action in ("cancel_run", "fetch_run", "rerun", "copy_run_id"):
+        if action in RUN_ACTIONS:
             return self.runs.has_focus
         if action == "clear_filter":
             return self.query_one("#runs-filter", Input).display
         return True
+
+    def _run_action(self, action: str) -> None:
+        from x_tui.app import actions
+
+        handle = self.selected_run()
+        if handle is None:
+            self.notify("No run selected", severity="warning")
+            return
+        ask: dict[str, Callable[[Screen[object], RunHandle], None]] = {
+            "cancel_run": actions.ask_cancel,
+            "fetch_run": actions.ask_fetch,
+            "rerun": actions.ask_rerun,
+            "copy_run_id": actions.copy_run_id,
+        }
+        ask[action](cast("Screen[object]", self), handle)
+
+    def action_cancel_run(self) -> None:
+        """Cancel the highlighted run, after asking."""
+        self._run_action("cancel_run")
+
+    def action_fetch_run(self) -> None:
+        """Fetch the highlighted run's outputs, after asking where to."""
+        self._run_action("fetch_run")
+
+    def action_rerun(self) -> None:
+        """Run the highlighted run's job again with its settings, after asking."""
+        self._run_action("rerun")
+
+    def action_copy_run_id(self) -> None:
+        """Copy the highlighted run's id."""
+        self._run_action("copy_run_id")
 
     def action_switch_pane(self) -> None:
         """Show (narrow) or focus (wide) the other pane."""

@@ -34,11 +34,14 @@ from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import UserError
 from x_tui.compute.records import write_atomic
-from x_tui.compute.store import RunHandle, StoredRuns, run_id_time
+from x_tui.compute.store import RunHandle, StoredRuns
 
 PYPROJECT = "pyproject.toml"
 FIRST_BATCH = 100
 """How many of the newest records are read and shown before the rest of the store."""
+
+FIRST_PAUSE = 0.1
+"""Seconds the first read waits, after posting the newest records, before reading the rest."""
 
 
 def _stamp(path: Path | None) -> tuple[int, int] | None:
@@ -243,11 +246,14 @@ class RunMonitor:
         except OSError:
             return []
 
-        def newest_first(name: str) -> float:
-            moment = run_id_time(name.removesuffix(".json"))
-            return -moment.timestamp() if moment is not None else 0.0
+        def newest_first(name: str) -> str:
+            # A run id ends in "-YYYYMMDDTHHMMSSZ-xxxxxx", so its time sorts as text; a name of
+            # another form sorts last.
+            stem = name.removesuffix(".json")
+            moment = stem[-23:-8]
+            return moment if stem[-24:-23] == "-" and stem[-8:-6] == "Z-" else ""
 
-        names.sort(key=newest_first)
+        names.sort(key=newest_first, reverse=True)
         return [self.runs_dir / name for name in names]
 
     def _initial_scan(self) -> None:
@@ -255,6 +261,9 @@ class RunMonitor:
         self._read_paths(listing[:FIRST_BATCH])
         if len(listing) > FIRST_BATCH:
             self._publish(complete=False)
+            # Let the UI show the first screenful before this thread takes the interpreter to
+            # read the rest.
+            self._stop.wait(FIRST_PAUSE)
             self._read_paths(listing[FIRST_BATCH:])
         self._publish(complete=True)
 

@@ -1,0 +1,213 @@
+"""Time to first frame: x-tui with 10,000 runs in its store against a bare Textual app.
+
+The reference is a Textual app with the same widgets (two panes, an option list, a data table with
+the same columns, an input, a footer) and no data, measured in the same run. Each sample is a
+fresh process in a pseudo-terminal of 120x40 (Textual's real driver, as over SSH); the time is
+from just before the process is started to the ``Ready`` event (the first frame is on the
+screen). For x-tui it also notes when the runs table first shows a screenful of runs. Best of N.
+
+    uv run python bench/startup.py [--runs 10000] [--samples 5]
+
+Aims: at most 1.5x the bare app, and under 0.5 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import fcntl
+import json
+import os
+import pty
+import select
+import struct
+import sys
+import tempfile
+import termios
+import time
+from pathlib import Path
+
+COLUMNS, LINES = 120, 40
+SCREENFUL = 30
+
+
+# The child side ---------------------------------------------------------------------------------
+
+
+def _child_bare(marker: Path) -> None:
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+    from textual.containers import Vertical
+    from textual.widgets import DataTable, Footer, Input, OptionList, Static
+
+    class Bare(App[None]):
+        CSS = "Screen { layout: horizontal; } Vertical { border: round $border; }"
+
+        def compose(self) -> ComposeResult:
+            with Vertical():
+                yield Static()
+                yield OptionList()
+                yield Static()
+            with Vertical():
+                yield Input()
+                table: DataTable[Text] = DataTable(cursor_type="row")
+                for name in ("Run", "Job", "Backend", "State", "Age", "Took"):
+                    table.add_column(name)
+                yield table
+                yield Static()
+            yield Footer()
+
+        def on_ready(self) -> None:
+            _mark(marker, "frame")
+            self.exit()
+
+    Bare().run()
+
+
+def _child_xtui(marker: Path) -> None:
+    from x_tui.app.app import XTuiApp
+    from x_tui.app.service import Service
+
+    class Timed(XTuiApp):
+        def on_ready(self) -> None:
+            _mark(marker, "frame")
+            self.set_interval(0.002, self._check_rows)
+
+        def _check_rows(self) -> None:
+            if self.main_screen.runs.row_count >= SCREENFUL:
+                _mark(marker, "rows")
+                self.exit()
+
+    Timed(None, service=Service()).run()
+
+
+def _mark(marker: Path, what: str) -> None:
+    with marker.open("a", encoding="utf-8") as out:
+        out.write(f"{what} {time.time()!r}\n")
+
+
+# The parent side --------------------------------------------------------------------------------
+
+
+def make_store(state: Path, count: int) -> None:
+    """Write ``count`` finished local runs into the store under ``state`` (and their states)."""
+    from x_tui.compute.records import dumps_pretty
+    from x_tui.compute.store import RunHandle
+
+    runs = state / "compute" / "runs"
+    runs.mkdir(parents=True, exist_ok=True)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    final: dict[str, dict[str, object]] = {}
+    for index in range(count):
+        moment = start + dt.timedelta(minutes=index)
+        run_id = f"job{index % 7}-{moment:%Y%m%dT%H%M%SZ}-{index % 0xFFFFFF:06x}"
+        handle = RunHandle(
+            run_id=run_id,
+            backend="local",
+            job=f"job{index % 7}",
+            project="/home/user/project",
+            submitted_at=moment,
+            settings={"python": None, "state_dir": None},
+            details={"pid": "999999999", "run_dir": f"/nonexistent/{run_id}", "start_time": "1"},
+        )
+        (runs / f"{run_id}.json").write_text(dumps_pretty(handle), encoding="utf-8")
+        state_name = ("succeeded", "failed", "cancelled")[index % 3]
+        final[run_id] = {"state": state_name, "ended_at": moment.timestamp() + 60}
+    cache = state / "x-tui" / "final-states.json"
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    cache.write_text(json.dumps({"version": 1, "runs": final}), encoding="utf-8")
+
+
+def run_in_pty(argv: list[str], env: dict[str, str], *, until: Path, wanted: int) -> float:
+    """Run ``argv`` in a 120x40 pseudo-terminal until ``until`` holds ``wanted`` lines.
+
+    Returns:
+        The time the process was started at (epoch seconds).
+    """
+    started = time.time()
+    pid, master = pty.fork()
+    if pid == 0:  # the child
+        os.execve(argv[0], argv, env)
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+    deadline = time.monotonic() + 60
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([master], [], [], 0.05)
+            if ready:
+                try:
+                    output = os.read(master, 65536)
+                except OSError:
+                    break
+                if os.environ.get("BENCH_DEBUG"):
+                    sys.stderr.buffer.write(output)
+            if until.exists() and len(until.read_text().splitlines()) >= wanted:
+                break
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(master)
+    return started
+
+
+def sample(kind: str, state: Path, scratch: Path) -> dict[str, float]:
+    """One fresh process of ``kind`` (``bare`` or ``x-tui``): seconds to each marker."""
+    marker = scratch / f"{kind}-{time.monotonic_ns()}.marks"
+    env = dict(os.environ)
+    env.update(
+        SUBSTRAX_STATE_DIR=str(state),
+        X_TUI_CONFIG=str(scratch / "no-settings.toml"),
+        TERM="xterm-256color",
+        COLUMNS=str(COLUMNS),
+        LINES=str(LINES),
+    )
+    argv = [sys.executable, __file__, "--child", kind, "--marker", str(marker)]
+    started = run_in_pty(argv, env, until=marker, wanted=2 if kind == "x-tui" else 1)
+    marks: dict[str, float] = {}
+    for line in marker.read_text().splitlines() if marker.exists() else []:
+        name, moment = line.split()
+        marks[name] = float(moment) - started
+    return marks
+
+
+def main() -> int:
+    """Measure both apps and print the times and their ratio."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=10_000)
+    parser.add_argument("--samples", type=int, default=5)
+    parser.add_argument("--child", choices=("bare", "x-tui"))
+    parser.add_argument("--marker", type=Path)
+    args = parser.parse_args()
+    if args.child is not None:
+        (_child_bare if args.child == "bare" else _child_xtui)(args.marker)
+        return 0
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        state = scratch / "state"
+        make_store(state, args.runs)
+        best: dict[str, float] = {}
+        for _ in range(args.samples):
+            for kind in ("bare", "x-tui"):
+                for name, seconds in sample(kind, state, scratch).items():
+                    key = f"{kind} {name}"
+                    best[key] = min(best.get(key, seconds), seconds)
+    bare = best.get("bare frame")
+    frame = best.get("x-tui frame")
+    rows = best.get("x-tui rows")
+    if bare is None or frame is None:
+        print(f"a sample did not reach its first frame: {best}", file=sys.stderr)
+        return 1
+    print(f"startup to first frame, {args.runs:,} runs in the store, best of {args.samples}")
+    print(f"  bare Textual app, same widgets, no data  {bare:6.3f} s")
+    print(f"  x-tui                                    {frame:6.3f} s   {frame / bare:4.2f}x")
+    if rows is not None:
+        label = f"x-tui, first {SCREENFUL} runs on screen"
+        print(f"  {label:<40} {rows:6.3f} s   {rows / bare:4.2f}x")
+    ok = frame / bare <= 1.5 and frame < 0.5
+    print(f"  aim: <= 1.5x and < 0.5 s: {'met' if ok else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -418,3 +418,20 @@ def test_a_submit_given_up_on_leaves_nothing_running(
     (result,) = results
     assert json.loads(result.read_text()) == {"ok": False, "kind": "cancelled"}
     assert len(list((fake.root / "apps").glob("*.stopped"))) == 1
+
+
+def test_status_and_logs_of_an_unreachable_service_end_within_their_deadlines(
+    backend: ModalBackend, running: RunHandle, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reading a run never hangs on a server that does not answer."""
+    monkeypatch.setenv("FAKE_MODAL_UNREACHABLE", "600")
+    backend.rpc_seconds = 0.3
+    backend.logs_seconds = 0.5
+    with pytest.raises(ProviderError, match=r"within 0.3 s while reading the run's status"):
+        backend.status(running)
+    with pytest.raises(ProviderError, match=r"within 0.5 s while reading the run's logs"):
+        list(backend.logs(running, follow=False))
+    with pytest.raises(ProviderError, match=r"within 0.3 s"):
+        backend.peek(running, MANIFEST_NAME)
+    monkeypatch.delenv("FAKE_MODAL_UNREACHABLE")  # reachable again, to cancel the run
+    backend.rpc_seconds = 30.0

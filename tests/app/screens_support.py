@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
+from textual.app import App
 
 from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME
@@ -58,6 +59,11 @@ ENDED_AT = SUBMITTED_AT + dt.timedelta(minutes=12, seconds=34)
 
 NOW = SUBMITTED_AT + dt.timedelta(hours=3, minutes=5)
 """The fixed "now" of the tests that build runs from files."""
+
+
+def notices(app: App[object]) -> list[str]:
+    """The toasts the app shows now (headless runs do not draw them, so read them here)."""
+    return [notification.message for notification in app._notifications]
 
 
 def write_project(root: Path, jobs: str = QUICK_JOB + FAILING_JOB + SLOW_JOB + WRITER_JOB) -> Path:

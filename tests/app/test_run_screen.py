@@ -102,8 +102,10 @@ async def test_c_then_y_cancels_a_long_job(state_dir: Path, sample: Path) -> Non
         screen = _run_screen(app)
         await wait_until(pilot, lambda: "sleeping" in screen_text(app), "the job to start")
         await pilot.press("c")
-        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
-        assert f"Cancel run {handle.run_id}" in screen_text(app)
+        await wait_until(
+            pilot, lambda: f"Cancel run {handle.run_id}" in screen_text(app), "the question"
+        )
+        assert isinstance(app.screen, ConfirmScreen)
         await pilot.press("y")
         await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
         await wait_until(pilot, lambda: " cancelled " in screen_text(app), "the header to say so")

@@ -1,0 +1,188 @@
+"""The run actions (re-run, copy id, cancel, fetch) on the run screen, the main screen and the
+command palette, and the help generated from the bindings."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from x_tui.app.actions import RUN_ACTION_BINDINGS
+from x_tui.app.confirm_screen import ConfirmScreen
+from x_tui.app.help_screen import HelpScreen
+from x_tui.app.main_screen import MainScreen
+from x_tui.app.run_screen import RunScreen
+from x_tui.compute.backend import SPEC_NAME, RunState
+from x_tui.compute.manifest import TaskStatus
+from x_tui.compute.spec import Accelerator
+from x_tui.compute.store import RunStore
+
+from .conftest import asynchronous, make_app, screen_text, wait_until
+from .screens_support import NOW, finished_run, leftovers, notices, submitted, write_project
+
+__all__ = ["leftovers"]
+
+
+@pytest.fixture
+def sample(tmp_path: Path) -> Path:
+    """A project with the jobs quick, failing, slow and writer."""
+    return write_project(tmp_path / "sample")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("leftovers")
+@asynchronous
+async def test_r_then_y_runs_the_job_again_with_the_staged_spec_and_frozen_settings(
+    state_dir: Path, sample: Path
+) -> None:
+    first = await submitted(sample, "quick")
+    app = make_app(sample)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await app.push_screen(RunScreen(first))
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        await wait_until(pilot, lambda: screen.state is RunState.SUCCEEDED, "the first run")
+        await pilot.press("r")
+        await wait_until(
+            pilot,
+            lambda: "again on local" in screen_text(app) and first.run_id in screen_text(app),
+            "the question",
+        )
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, RunScreen) and app.screen.handle != first,
+            "the new run's screen",
+        )
+        second = app.screen.handle
+        assert second.run_id != first.run_id
+        assert (second.job, second.backend, second.settings) == (
+            first.job,
+            first.backend,
+            first.settings,
+        )
+        staged = Path(second.details["run_dir"]) / SPEC_NAME
+        assert staged.read_text() == (Path(first.details["run_dir"]) / SPEC_NAME).read_text()
+        await wait_until(pilot, lambda: "hello from quick" in screen_text(app), "its log")
+        assert {h.run_id for h in RunStore().read_all().handles} == {first.run_id, second.run_id}
+
+
+@asynchronous
+async def test_y_copies_the_run_id_on_the_run_screen(state_dir: Path) -> None:
+    handle = finished_run(state_dir, tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())])
+    app = make_app(None, poll=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.push_screen(RunScreen(handle, clock=lambda: NOW))
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.clipboard == handle.run_id, "the clipboard")
+
+
+@asynchronous
+async def test_the_command_palette_offers_the_runs_actions(state_dir: Path) -> None:
+    handle = finished_run(state_dir, tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())])
+    app = make_app(None, poll=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.push_screen(RunScreen(handle, clock=lambda: NOW))
+        await pilot.press("ctrl+p")
+        await pilot.press(*"copy id")
+        await wait_until(
+            pilot, lambda: f"Copy id {handle.run_id}" in screen_text(app), "the palette's hit"
+        )
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.clipboard == handle.run_id, "the clipboard")
+
+
+@asynchronous
+async def test_c_on_a_run_that_already_ended_asks_nothing_and_says_so(state_dir: Path) -> None:
+    handle = finished_run(state_dir, tasks=[("train", TaskStatus.FAILED, 1, 1.0, ())])
+    app = make_app(None, poll=True)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await wait_until(
+            pilot, lambda: app.monitor.state_of(handle.run_id) is RunState.FAILED, "its state"
+        )
+        await app.push_screen(RunScreen(handle, clock=lambda: NOW))
+        await pilot.press("c")
+        await wait_until(
+            pilot,
+            lambda: f"{handle.run_id} already failed; nothing to cancel" in notices(app),
+            "the notice",
+        )
+        assert isinstance(app.screen, RunScreen)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("leftovers")
+@asynchronous
+async def test_the_main_screens_runs_table_cancels_the_highlighted_run(
+    state_dir: Path, sample: Path
+) -> None:
+    handle = await submitted(sample, "slow")
+    app = make_app(sample)
+    async with app.run_test(size=(120, 40)) as pilot:
+        main = app.main_screen
+        await wait_until(
+            pilot,
+            lambda: (
+                main.runs.highlighted_handle() is not None
+                and app.monitor.state_of(handle.run_id) is RunState.RUNNING
+            ),
+            "the running run in the table",
+        )
+        main.runs.focus()
+        await pilot.press("y")
+        await wait_until(pilot, lambda: app.clipboard == handle.run_id, "the clipboard")
+        await pilot.press("c")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            lambda: app.monitor.state_of(handle.run_id) is RunState.CANCELLED,
+            "the run to stop",
+        )
+        assert isinstance(app.screen, MainScreen)
+
+
+@asynchronous
+async def test_question_mark_lists_the_screens_keys_and_the_apps_and_escape_closes_it(
+    state_dir: Path,
+) -> None:
+    handle = finished_run(
+        state_dir,
+        tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())],
+        accelerator=Accelerator(kind="L4"),
+    )
+    app = make_app(None, poll=False)
+    async with app.run_test(size=(100, 40)) as pilot:
+        await app.push_screen(RunScreen(handle, clock=lambda: NOW))
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        text = screen_text(app)
+        for group in ("Run screen", "Everywhere", "Log view"):
+            assert group in text
+        for key, description in (("c", "Cancel run"), ("f", "Fetch"), ("q", "Quit")):
+            row = next(line for line in text.splitlines() if description in line)
+            assert f" {key} " in row
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+
+
+def test_no_run_action_sits_on_a_key_terminals_and_tmux_take() -> None:
+    reserved = {"ctrl+d", "ctrl+k", "ctrl+b", "ctrl+a"}
+    for binding in RUN_ACTION_BINDINGS:
+        assert not set(binding.key.split(",")) & reserved, binding
+
+
+@asynchronous
+async def test_the_run_screen_binds_nothing_destructive_to_reserved_keys(state_dir: Path) -> None:
+    handle = finished_run(state_dir, tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())])
+    app = make_app(None, poll=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.push_screen(RunScreen(handle, clock=lambda: NOW))
+        await asyncio.sleep(0)
+        await pilot.pause()
+        bindings = app.screen.active_bindings
+        for key in ("ctrl+d", "ctrl+k", "ctrl+b", "ctrl+a"):
+            active = bindings.get(key)
+            assert active is None or active.binding.action not in {"cancel_run", "rerun"}, key

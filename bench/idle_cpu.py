@@ -1,0 +1,189 @@
+"""CPU x-tui uses while 20 runs are running and printing nothing, against a bare Textual app.
+
+Twenty real runs of the local backend (each task sleeps for an hour, printing nothing) are started
+in a private state directory; x-tui is opened on their project in a 120x40 pseudo-terminal (its
+real driver, as over SSH), left alone to reach its steady state (the monitor's polls back off to
+one per run per 10 s), then its CPU time (user + system, its own and its waited-for children's,
+from ``/proc/<pid>/stat``) is measured over a window. The reference is a bare Textual app with the
+same widgets, idle in the same terminal, measured the same way in the same run. The runs are
+cancelled at the end.
+
+    uv run python bench/idle_cpu.py [--runs 20] [--warmup 20] [--seconds 30]
+
+Aim: under 2% of one core.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import select
+import signal
+import struct
+import sys
+import tempfile
+import termios
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+COLUMNS, LINES = 120, 40
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def _child_bare() -> None:
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+    from textual.containers import Vertical
+    from textual.widgets import DataTable, Footer, Input, OptionList, Static
+
+    class Bare(App[None]):
+        CSS = "Screen { layout: horizontal; } Vertical { border: round $border; }"
+
+        def compose(self) -> ComposeResult:
+            with Vertical():
+                yield Static()
+                yield OptionList()
+                yield Static()
+            with Vertical():
+                yield Input()
+                table: DataTable[Text] = DataTable(cursor_type="row")
+                for name in ("Run", "Job", "Backend", "State", "Age", "Took"):
+                    table.add_column(name)
+                yield table
+                yield Static()
+            yield Footer()
+
+    Bare().run()
+
+
+def _child_xtui(project: Path) -> None:
+    from x_tui.app.app import XTuiApp
+    from x_tui.app.service import Service
+
+    XTuiApp(project, service=Service()).run()
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system time of ``pid`` and its waited-for children, in seconds."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    # After the command: state is field 3, so utime (14) .. cstime (17) are items 11..14 here.
+    return sum(int(value) for value in fields[11:15]) / TICKS
+
+
+def measure(argv: list[str], env: dict[str, str], *, warmup: float, seconds: float) -> float:
+    """Run ``argv`` in a pseudo-terminal; its CPU use over ``seconds`` after ``warmup``, in %."""
+    pid, master = pty.fork()
+    if pid == 0:  # the child
+        os.execve(argv[0], argv, env)
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+
+    def drain(until: float) -> None:
+        while time.monotonic() < until:
+            ready, _, _ = select.select([master], [], [], 0.2)
+            if ready:
+                try:
+                    output = os.read(master, 65536)
+                except OSError:
+                    return
+                if os.environ.get("BENCH_DEBUG"):
+                    sys.stderr.buffer.write(output)
+
+    try:
+        drain(time.monotonic() + warmup)
+        before, start = cpu_seconds(pid), time.monotonic()
+        drain(start + seconds)
+        after, end = cpu_seconds(pid), time.monotonic()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        os.close(master)
+    return 100.0 * (after - before) / (end - start)
+
+
+def write_project(root: Path) -> Path:
+    """A project whose job ``idle`` sleeps for an hour, printing nothing."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "pyproject.toml").write_text(
+        f"""\
+[project]
+name = "idle"
+version = "0.1.0"
+
+[tool.substrax.compute]
+backend = "local"
+
+[tool.substrax.compute.backends.local]
+python = {json.dumps(sys.executable)}
+
+[tool.substrax.compute.jobs.idle]
+timeout_seconds = 7200
+commands = {{ sleep = ["python", "-c", "import time; time.sleep(3600)"] }}
+""",
+        encoding="utf-8",
+    )
+    return root
+
+
+def main() -> int:
+    """Start the runs, measure both apps, cancel the runs, print the figures."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--warmup", type=float, default=20.0)
+    parser.add_argument("--seconds", type=float, default=30.0)
+    parser.add_argument("--child", choices=("bare", "x-tui"))
+    parser.add_argument("--project", type=Path)
+    args = parser.parse_args()
+    if args.child == "bare":
+        _child_bare()
+        return 0
+    if args.child == "x-tui":
+        _child_xtui(args.project)
+        return 0
+
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        env = dict(os.environ)
+        env.update(
+            SUBSTRAX_STATE_DIR=str(scratch / "state"),
+            X_TUI_CONFIG=str(scratch / "no-settings.toml"),
+            TERM="xterm-256color",
+        )
+        os.environ["SUBSTRAX_STATE_DIR"] = env["SUBSTRAX_STATE_DIR"]
+        from x_tui.app.service import Service
+
+        service = Service()
+        project = service.open_project(write_project(scratch / "idle"))
+        handles = [service.submit(service.plan(project, "idle")) for _ in range(args.runs)]
+        try:
+            me = [sys.executable, __file__]
+            bare = measure(
+                [*me, "--child", "bare"], env, warmup=args.warmup, seconds=args.seconds
+            )
+            xtui = measure(
+                [*me, "--child", "x-tui", "--project", str(project.root)],
+                env,
+                warmup=args.warmup,
+                seconds=args.seconds,
+            )
+            running = sum(service.status(handle).value == "running" for handle in handles)
+        finally:
+            with ThreadPoolExecutor(max_workers=len(handles) or 1) as pool:
+                list(pool.map(service.cancel, handles))
+    print(
+        f"idle CPU, {running} of {args.runs} runs running and printing nothing, "
+        f"{args.seconds:g} s after {args.warmup:g} s warm-up, 120x40 pseudo-terminal"
+    )
+    print(f"  bare Textual app, same widgets, idle   {bare:5.2f}% of one core")
+    print(f"  x-tui                                  {xtui:5.2f}% of one core")
+    print(f"  aim: < 2% of one core: {'met' if xtui < 2.0 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

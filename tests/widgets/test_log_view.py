@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import asyncio
+import fcntl
 import functools
+import os
+import pty
 import re
+import select
+import signal
+import struct
+import subprocess
+import sys
+import termios
+import time
 from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any, ParamSpec
@@ -246,6 +256,8 @@ async def test_next_error_jumps_to_the_traceback(tmp_path: Path) -> None:
     write_lines(path, lines)
     app = LogApp(path, follow=False)
     async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "ok 299" in rows(app), "the tail")
+        await pilot.press("home")
         await wait_for(pilot, lambda: rows(app)[0] == "ok 0", "the top")
         await pilot.press("e")
         await wait_for(pilot, lambda: view_of(app).lines_view.current == 40, "the traceback")
@@ -259,6 +271,7 @@ async def test_next_error_jumps_to_the_traceback(tmp_path: Path) -> None:
         await wait_for(pilot, lambda: "no error below" in status(app), "the end of errors")
         await pilot.press("E")
         await wait_for(pilot, lambda: view_of(app).lines_view.current == 42, "the previous one")
+        assert "no error below" not in status(app)  # the note goes with the next key
 
 
 @asynchronous
@@ -349,6 +362,27 @@ async def test_wrap_shows_a_long_line_on_several_rows(tmp_path: Path) -> None:
 
 
 @asynchronous
+async def test_low_bandwidth_mode_still_shows_appends(long_log: Path) -> None:
+    app = LogApp(long_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        view_of(app).low_bandwidth = True
+        write_lines(long_log, ["slow link line"], mode="a")
+        await wait_for(pilot, lambda: rows(app)[-1] == "slow link line", "the appended line")
+
+
+@asynchronous
+async def test_opening_without_follow_shows_the_tail_and_stays_put(long_log: Path) -> None:
+    app = LogApp(long_log, follow=False)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "line 099999" in rows(app), "the tail")
+        held = rows(app)
+        write_lines(long_log, ["more", "and more"], mode="a")
+        await wait_for(pilot, lambda: "+2 new lines" in status(app), "the new-line count")
+        assert rows(app) == held
+
+
+@asynchronous
 async def test_a_log_that_appears_later_is_shown(tmp_path: Path) -> None:
     path = tmp_path / "later.log"
     app = LogApp(path)
@@ -381,3 +415,63 @@ async def test_open_switches_files(tmp_path: Path, search_log: Path) -> None:
         assert "step 199" not in rows(app)
         view_of(app).open(None)
         await wait_for(pilot, lambda: not any(rows(app)), "an empty view")
+
+
+VIEWER = """
+import sys
+from pathlib import Path
+from textual.app import App
+from textual.binding import Binding
+from x_tui.widgets.log_view import LogView
+
+class Viewer(App):
+    BINDINGS = [Binding("q", "quit", "Quit")]
+    def compose(self):
+        yield LogView(Path(sys.argv[1]))
+    def on_mount(self):
+        self.query_one(LogView).focus()
+
+Viewer().run()
+"""
+
+
+def test_hostile_log_lines_never_reach_a_real_terminal(tmp_path: Path) -> None:
+    """The bytes the app sends to a real pseudo-terminal carry none of the log's sequences."""
+    path = tmp_path / "hostile.log"
+    write_lines(path, [*HOSTILE, "the end marker"])
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    env = {**os.environ, "TERM": "xterm-256color"}
+    process = subprocess.Popen(
+        [sys.executable, "-c", VIEWER, str(path)],
+        stdin=slave,
+        stdout=slave,
+        stderr=slave,
+        env=env,
+        start_new_session=True,
+    )
+    os.close(slave)
+    output = b""
+    try:
+        deadline = time.monotonic() + WAIT_SECONDS
+        while b"end marker" not in output or b"removed" not in output:
+            assert time.monotonic() < deadline, output[-2000:]
+            ready, _, _ = select.select([master], [], [], 0.5)
+            if ready:
+                output += os.read(master, 1 << 16)
+        os.write(master, b"q")
+        process.wait(timeout=WAIT_SECONDS)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+        os.close(master)
+    for payload in (b"pwned", b"ZWNvaG", b"ZWNobyBvd25lZA", b"evil.example", b"dcs"):
+        assert payload not in output
+    assert b"\x1b]52" not in output
+    assert b"\x1b]8;" not in output
+    assert b"\xc2\x9b" not in output  # U+009B, the 8-bit CSI
+    assert b"\xc2\x90" not in output  # U+0090, DCS
+    assert b"\x7f" not in output
+    assert b"click me" in output
+    assert b"[@click=app.quit]quit[/]" in output

@@ -154,10 +154,8 @@ class LogLines(ScrollView, can_focus=True):
         self.restyle()
         self._widest = 0
         self.update_size()
-        if self.following:
-            self.call_after_refresh(self.scroll_to_end)
-        else:
-            self._move(0)
+        # Open at the tail, following or not (not following only means it stays put then).
+        self.call_after_refresh(self.scroll_to_end)
 
     def restyle(self) -> None:
         """Forget rendered lines (after a highlight, wrap, gutter or theme change)."""

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.message import Message
@@ -24,10 +23,11 @@ from textual.widget import Widget
 from textual.widgets import Static
 
 from x_tui.compute.errors import UserError
-from x_tui.compute.logindex import ERROR_QUERY, IndexChange, LogIndex, SearchQuery
+from x_tui.compute.logindex import IndexChange, LogIndex
 from x_tui.widgets._log_bar import SearchBar
+from x_tui.widgets._log_finder import Finder
 from x_tui.widgets._log_lines import LogLines
-from x_tui.widgets._log_search import FilterRows, LineSearch
+from x_tui.widgets._log_status import status_text
 from x_tui.widgets.safe_text import safe_text
 
 POLL_SECONDS = 0.05
@@ -35,12 +35,6 @@ POLL_SECONDS = 0.05
 
 LOW_BANDWIDTH_POLL_SECONDS = 0.5
 """How often the file is checked, and the screen redrawn for appends, with ``low_bandwidth``."""
-
-DEFAULT_CONTEXT = 2
-"""Lines shown before and after each match when filtering."""
-
-MAX_CONTEXT = 20
-"""The most context lines ``+`` gives."""
 
 
 class LogView(Widget):
@@ -153,14 +147,7 @@ class LogView(Widget):
         self.set_reactive(LogView.low_bandwidth, low_bandwidth)
         self._index: LogIndex | None = None
         self._timer: Timer | None = None
-        self._search = LineSearch(self, "search", self._search_updated)
-        self._errors = LineSearch(self, "errors", self._errors_updated)
-        self._filter = LineSearch(self, "filter", self._filter_updated)
-        self._rows = FilterRows(DEFAULT_CONTEXT)
-        self._filter_seen = 0
-        self._pending_search_jump = False
-        self._pending_error_jump = 0
-        self._flash: Text | None = None
+        self._finder = Finder(self, lambda: self.lines_view, self._update_status)
 
     def compose(self) -> ComposeResult:
         """The lines, the input bar (hidden), the status line."""
@@ -175,8 +162,7 @@ class LogView(Widget):
 
     def on_unmount(self) -> None:
         """Stop searching and close the file."""
-        for search in (self._search, self._errors, self._filter):
-            search.clear()
+        self._finder.forget(None)
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -206,7 +192,7 @@ class LogView(Widget):
     @property
     def focusable(self) -> bool:
         """Whether the view can take focus (its lines can)."""
-        return self.is_mounted and self.lines_view.focusable
+        return bool(self.children) and self.lines_view.focusable
 
     def focus(self, scroll_visible: bool = True) -> LogView:
         """Focus the lines, so the view's keys work.
@@ -234,7 +220,7 @@ class LogView(Widget):
         self._index = LogIndex(path) if path is not None else None
         if self._index is not None:
             self._index.open()
-        self._forget_searches()
+        self._finder.forget(self._index)
         lines = self.lines_view
         lines.pattern = None
         lines.reset(self._index)
@@ -266,34 +252,96 @@ class LogView(Widget):
             self.call_later(self._poll)
 
     def _apply(self, change: IndexChange) -> None:
-        index = self._index
-        assert index is not None
         lines = self.lines_view
         if change.reset:
-            lines.reset(index)
-            self._restart_searches()
+            lines.reset(self._index)
+            self._finder.renumbered()
             self.post_message(self.Reset(self))
         elif change.prepended:
             lines.shift(change.prepended)
-            self._restart_searches()
+            self._finder.renumbered()
         if change.appended or change.last_changed:
-            if self._filter.active:
-                self._rows.grow(index.line_count)
-                lines.rows = self._rows.rows
-            for search in (self._search, self._errors, self._filter):
-                search.tick()
+            self._finder.grown()
             if not change.reset:
                 lines.lines_added(change.appended)
             lines.refresh()
         self._update_status()
 
-    # -- follow and wrap ----------------------------------------------------------------------
+    # -- keys ---------------------------------------------------------------------------------
+
+    def on_key(self) -> None:
+        """Any key clears the last note in the status line."""
+        if self._finder.flash is not None:
+            self._finder.flash = None
+            self._update_status()
 
     def action_follow(self) -> None:
         """Jump to the end and stick to it."""
-        self._flash = None
         self.lines_view.set_following(True)
         self._update_status()
+
+    def action_toggle_wrap(self) -> None:
+        """Wrap long lines, or cut them at the edge (scroll sideways then)."""
+        lines = self.lines_view
+        lines.wrap = not lines.wrap
+        lines.restyle()
+        lines.update_size()
+        if lines.following:
+            lines.scroll_to_end()
+        self._update_status()
+
+    def action_search(self) -> None:
+        """Open the input bar for a search."""
+        self.query_one(SearchBar).open("search", self._finder.search.query)
+
+    def action_filter(self) -> None:
+        """Open the input bar for a filter."""
+        self.query_one(SearchBar).open("filter", self._finder.filter.query)
+
+    def action_next_match(self) -> None:
+        """Show the next match after the current line."""
+        self._finder.step_match(1)
+        self._update_status()
+
+    def action_previous_match(self) -> None:
+        """Show the match before the current line."""
+        self._finder.step_match(-1)
+        self._update_status()
+
+    def action_context(self, step: int) -> None:
+        """Show more or fewer lines around each filtered match."""
+        self._finder.change_context(step)
+        self._update_status()
+
+    def action_next_error(self) -> None:
+        """Show the next error or traceback after the current line."""
+        self._finder.jump_error(1)
+        self._update_status()
+
+    def action_previous_error(self) -> None:
+        """Show the error or traceback before the current line."""
+        self._finder.jump_error(-1)
+        self._update_status()
+
+    # -- messages from the parts --------------------------------------------------------------
+
+    def on_search_bar_submitted(self, message: SearchBar.Submitted) -> None:
+        """Start the search or filter the user typed."""
+        message.stop()
+        self.lines_view.focus()
+        try:
+            if message.mode == "search":
+                self._finder.start_search(message.query)
+            else:
+                self._finder.start_filter(message.query)
+        except UserError as error:
+            self._finder.flash = safe_text(str(error), "bold red")
+        self._update_status()
+
+    def on_search_bar_closed(self, message: SearchBar.Closed) -> None:
+        """Give the keys back to the lines."""
+        message.stop()
+        self.lines_view.focus()
 
     def on_log_lines_follow_moved(self, message: LogLines.FollowMoved) -> None:
         """Tell the screen that following started or stopped."""
@@ -306,280 +354,8 @@ class LogView(Widget):
         message.stop()
         self._update_status()
 
-    def action_toggle_wrap(self) -> None:
-        """Wrap long lines, or cut them at the edge (scroll sideways then)."""
-        self._flash = None
-        lines = self.lines_view
-        lines.wrap = not lines.wrap
-        lines.restyle()
-        lines.update_size()
-        if lines.following:
-            lines.scroll_to_end()
-        self._update_status()
-
-    # -- search -------------------------------------------------------------------------------
-
-    def action_search(self) -> None:
-        """Open the input bar for a search."""
-        self._flash = None
-        self.query_one(SearchBar).open("search", self._search.query)
-
-    def action_filter(self) -> None:
-        """Open the input bar for a filter."""
-        self._flash = None
-        self.query_one(SearchBar).open("filter", self._filter.query)
-
-    def on_search_bar_submitted(self, message: SearchBar.Submitted) -> None:
-        """Start the search or filter the user typed."""
-        message.stop()
-        self.lines_view.focus()
-        index = self._index
-        if index is None:
-            return
-        try:
-            if message.mode == "search":
-                self._start_search(index, message.query)
-            else:
-                self._start_filter(index, message.query)
-        except UserError as error:
-            self._flash = safe_text(str(error), "bold red")
-        self._update_status()
-
-    def on_search_bar_closed(self, message: SearchBar.Closed) -> None:
-        """Give the keys back to the lines."""
-        message.stop()
-        self.lines_view.focus()
-
-    def _start_search(self, index: LogIndex, query: SearchQuery | None) -> None:
-        lines = self.lines_view
-        if query is None:
-            self._search.clear()
-            lines.pattern = None
-        else:
-            self._search.start(index, query)
-            lines.pattern = self._search.pattern
-            self._pending_search_jump = True
-        lines.restyle()
-
-    def _start_filter(self, index: LogIndex, query: SearchQuery | None) -> None:
-        lines = self.lines_view
-        if query is None:
-            self._filter.clear()
-            lines.rows = None
-            lines.marked = None
-        else:
-            self._filter.start(index, query)
-            self._rows.rebuild((), index.line_count)
-            self._filter_seen = 0
-            lines.rows = self._rows.rows
-            lines.marked = self._filter.lines
-        lines.restyle()
-        lines.update_size()
-        lines.set_following(True)
-
-    def action_next_match(self) -> None:
-        """Show the next match after the current line."""
-        self._step_match(1)
-
-    def action_previous_match(self) -> None:
-        """Show the match before the current line."""
-        self._step_match(-1)
-
-    def _step_match(self, step: int) -> None:
-        self._flash = None
-        if not self._search.active:
-            self._flash = Text("no search: press / first", style="yellow")
-            self._update_status()
-            return
-        anchor = self._anchor()
-        target = self._search.after(anchor) if step > 0 else self._search.before(anchor)
-        if target is None and self._search.lines:
-            target = self._search.lines[0] if step > 0 else self._search.lines[-1]
-            self._flash = Text("search wrapped", style="yellow")
-        if target is not None:
-            self._show(target)
-        self._update_status()
-
-    def action_context(self, step: int) -> None:
-        """Show more or fewer lines around each filtered match."""
-        self._flash = None
-        context = max(0, min(MAX_CONTEXT, self._rows.context + step))
-        if context == self._rows.context:
-            return
-        self._rows.context = context
-        if self._filter.active and self._index is not None:
-            self._rows.rebuild(self._filter.lines, self._index.line_count)
-            lines = self.lines_view
-            lines.rows = self._rows.rows
-            lines.update_size()
-            if lines.current is not None and not lines.following:
-                lines.show_line(lines.current)
-        self._update_status()
-
-    # -- errors -------------------------------------------------------------------------------
-
-    def action_next_error(self) -> None:
-        """Show the next error or traceback after the current line."""
-        self._jump_error(1)
-
-    def action_previous_error(self) -> None:
-        """Show the error or traceback before the current line."""
-        self._jump_error(-1)
-
-    def _jump_error(self, step: int) -> None:
-        index = self._index
-        if index is None:
-            return
-        self._flash = None
-        if not self._errors.active:
-            self._errors.start(index, ERROR_QUERY)
-        self._pending_error_jump = step
-        self._resolve_error_jump()
-        self._update_status()
-
-    def _resolve_error_jump(self) -> None:
-        step = self._pending_error_jump
-        if not step:
-            return
-        anchor = self._anchor()
-        errors = self._errors
-        if step > 0:
-            target = errors.after(anchor)
-        else:
-            # Matches arrive in file order: the one before the anchor is known once the search
-            # has passed the anchor (or ended).
-            passed = not errors.running or (errors.lines and errors.lines[-1] >= anchor)
-            target = errors.before(anchor) if passed else None
-            if not passed:
-                return
-        if target is not None:
-            self._pending_error_jump = 0
-            self._show(target)
-        elif not self._errors.running:
-            self._pending_error_jump = 0
-            where = "below" if step > 0 else "above"
-            self._flash = Text(f"no error {where}", style="yellow")
-
-    # -- search results -----------------------------------------------------------------------
-
-    def _search_updated(self, search: LineSearch) -> None:
-        if self._pending_search_jump:
-            # The first match at or below the top line, else the nearest above it; while
-            # following, the latest match (known once the search is done).
-            following = self.lines_view.following
-            anchor = self.index.line_count if following and self.index else self._anchor()
-            target = None if following else search.at_or_after(anchor)
-            if target is None and not search.running:
-                target = search.before(anchor)
-                if target is None:
-                    self._flash = Text("no match", style="yellow")
-                self._pending_search_jump = False
-            if target is not None:
-                self._pending_search_jump = False
-                self._show(target)
-        self.lines_view.refresh()
-        self._update_status()
-
-    def _errors_updated(self, search: LineSearch) -> None:
-        self._resolve_error_jump()
-        self._update_status()
-
-    def _filter_updated(self, search: LineSearch) -> None:
-        index = self._index
-        if index is None:
-            return
-        lines = self.lines_view
-        known = len(self._rows.rows)
-        self._rows.add(search.lines[self._filter_seen :], index.line_count)
-        self._filter_seen = len(search.lines)
-        lines.rows = self._rows.rows
-        lines.marked = search.lines
-        if len(self._rows.rows) != known:
-            lines.restyle()
-            lines.update_size()
-            if lines.following:
-                lines.scroll_to_end()
-        self._update_status()
-
-    def _show(self, line: int) -> None:
-        lines = self.lines_view
-        lines.current = line
-        lines.restyle()
-        lines.show_line(line)
-
-    def _anchor(self) -> int:
-        """The line a jump starts from: the current line, else the top line shown."""
-        lines = self.lines_view
-        if lines.current is not None:
-            return lines.current
-        top = lines.top_line
-        return top if top is not None else 0
-
-    def _forget_searches(self) -> None:
-        for search in (self._search, self._errors, self._filter):
-            search.clear()
-        self._rows.rebuild((), 0)
-        self._filter_seen = 0
-        self._pending_search_jump = False
-        self._pending_error_jump = 0
-        self._flash = None
-
-    def _restart_searches(self) -> None:
-        index = self._index
-        assert index is not None
-        for search in (self._search, self._errors, self._filter):
-            if search.active:
-                search.restart(index)
-        if self._filter.active:
-            self._rows.rebuild((), index.line_count)
-            self._filter_seen = 0
-            self.lines_view.rows = self._rows.rows
-            self.lines_view.marked = self._filter.lines
-
-    # -- status -------------------------------------------------------------------------------
-
     def _update_status(self) -> None:
         if not self.children:
             return
-        self.query_one(".log-view--status", Static).update(self._status_text())
-
-    def _status_text(self) -> Text:
-        lines = self.lines_view
-        index = self._index
-        text = Text(no_wrap=True, overflow="ellipsis", end="")
-        if index is None:
-            return text.append("no log", style="dim")
-        if lines.following:
-            text.append("● following", style="bold green")
-        else:
-            text.append("‖ paused", style="bold yellow")
-            if lines.new_lines:
-                text.append(f" +{lines.new_lines:,} new lines", style="bold")
-            text.append(" (end: follow)", style="dim")
-        if self._search.active:
-            text.append(" │ /", style="dim")
-            text.append_text(safe_text(self._search.query.text if self._search.query else ""))
-            total = len(self._search.lines)
-            rank = self._search.position(lines.current) if lines.current is not None else 0
-            counter = f" {rank}/{total:,}" if rank else f" {total:,} matches"
-            text.append(counter + ("…" if self._search.running else ""), style="bold")
-        if self._filter.active:
-            text.append(" │ &", style="dim")
-            text.append_text(safe_text(self._filter.query.text if self._filter.query else ""))
-            text.append(
-                f" {len(self._filter.lines):,} lines ±{self._rows.context}"
-                + ("…" if self._filter.running else ""),
-                style="bold",
-            )
-        if self._pending_error_jump:
-            text.append(" │ looking for errors…", style="dim")
-        if not index.complete:
-            text.append(f" │ indexing {index.progress:.0%}", style="dim")
-        if lines.wrap:
-            text.append(" │ wrap", style="dim")
-        if lines.removed:
-            text.append(f" │ ⚠ {lines.removed:,} control sequences removed", style="yellow")
-        if self._flash is not None:
-            text.append(" │ ", style="dim")
-            text.append_text(self._flash)
-        return text
+        text = status_text(self._index, self.lines_view, self._finder)
+        self.query_one(".log-view--status", Static).update(text)

@@ -212,3 +212,25 @@ commands = { a = ["true"] }
             await pilot.click(table, offset=(x, 1))
         await pilot.pause()
         assert app.is_running
+
+
+@asynchronous
+async def test_slash_filters_the_runs_and_escape_brings_them_back(state_dir: Path) -> None:
+    for hour, job in ((9, "train"), (10, "evaluate"), (11, "train")):
+        save_handle(
+            state_dir,
+            run_id=f"{job}-20260919T{hour:02d}0000Z-abc{hour:03d}",
+            job=job,
+            submitted_at=EARLIER.replace(hour=hour),
+        )
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: table.row_count == 3, "the runs")
+        await pilot.press("slash", *"eval")
+        await wait_until(pilot, lambda: table.row_count == 1, "the filtered runs")
+        assert "evaluate-20260919T100000Z-abc010" in table.rows
+        assert "1 of 3 matching eval" in screen_text(app)
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: table.row_count == 3, "every run again")
+        assert app.focused is table

@@ -1,0 +1,112 @@
+"""The user's settings file: theme, low-bandwidth profile, remapped keys, and what is refused."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from x_tui.app.settings import (
+    LOW_BANDWIDTH_FPS,
+    Settings,
+    apply_low_bandwidth_environment,
+    load_settings,
+)
+
+from .conftest import asynchronous, make_app, screen_text, wait_until
+
+
+def test_a_missing_file_gives_the_defaults(tmp_path: Path) -> None:
+    settings = load_settings(tmp_path / "absent.toml")
+    assert settings.theme is None
+    assert settings.low_bandwidth is False
+    assert dict(settings.keys) == {}
+    assert settings.problems == ()
+
+
+def test_an_unknown_key_is_named_with_the_file_and_the_rest_still_applies(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('theme = "nord"\nlow_bandwith = true\n', encoding="utf-8")
+    settings = load_settings(path)
+    assert settings.theme == "nord"
+    assert settings.low_bandwidth is False
+    [problem] = settings.problems
+    assert str(path) in problem
+    assert "'low_bandwith'" in problem
+    assert "did you mean 'low_bandwidth'?" in problem
+
+
+def test_a_value_of_the_wrong_type_keeps_the_default(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('low_bandwidth = "yes"\n[keys]\n"app.quit" = 3\n', encoding="utf-8")
+    settings = load_settings(path)
+    assert settings.low_bandwidth is False
+    assert dict(settings.keys) == {}
+    assert len(settings.problems) == 2
+    assert all(str(path) in problem for problem in settings.problems)
+
+
+def test_a_file_that_is_not_toml_is_reported_not_raised(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("theme = \n", encoding="utf-8")
+    settings = load_settings(path)
+    [problem] = settings.problems
+    assert problem.startswith(f"{path}: not valid TOML")
+
+
+def test_the_environment_turns_the_low_bandwidth_profile_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("X_TUI_LOW_BANDWIDTH", "1")
+    monkeypatch.delenv("TEXTUAL_FPS", raising=False)
+    monkeypatch.delenv("TEXTUAL_ANIMATIONS", raising=False)
+    settings = load_settings(tmp_path / "absent.toml")
+    assert settings.low_bandwidth is True
+    apply_low_bandwidth_environment(settings)
+    assert os.environ["TEXTUAL_FPS"] == str(LOW_BANDWIDTH_FPS)
+    assert os.environ["TEXTUAL_ANIMATIONS"] == "none"
+
+
+def test_an_explicit_frame_rate_is_left_as_the_user_set_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("TEXTUAL_FPS", "30")
+    monkeypatch.delenv("TEXTUAL_ANIMATIONS", raising=False)
+    apply_low_bandwidth_environment(Settings(low_bandwidth=True))
+    assert os.environ["TEXTUAL_FPS"] == "30"
+
+
+@asynchronous
+async def test_the_app_says_which_settings_it_could_not_use_and_runs(
+    state_dir: Path, project: Path, tmp_path: Path
+) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text('colour = "red"\ntheme = "no-such-theme"\n', encoding="utf-8")
+    app = make_app(project, settings=load_settings(path))
+    async with app.run_test(size=(160, 40)) as pilot:
+        await wait_until(pilot, lambda: len(app._notifications) == 2, "two toasts")
+        messages = [notification.message for notification in app._notifications]
+        assert any("'colour'" in message and str(path) in message for message in messages)
+        assert any("'no-such-theme'" in message for message in messages)
+        await wait_until(pilot, lambda: app.main_screen.jobs.job_names != (), "the jobs")
+
+
+@asynchronous
+async def test_a_remapped_key_does_what_the_binding_did(state_dir: Path, project: Path) -> None:
+    settings = Settings(keys={"main.filter": "f2"}, theme="textual-light")
+    app = make_app(project, settings=settings)
+    async with app.run_test(size=(160, 40)) as pilot:
+        assert app.theme == "textual-light"
+        await wait_until(pilot, lambda: app.main_screen.jobs.job_names != (), "the jobs")
+        await pilot.press("f2")
+        await wait_until(
+            pilot, lambda: "filter runs: id, job" in screen_text(app), "the runs filter"
+        )
+
+
+@asynchronous
+async def test_the_low_bandwidth_profile_turns_animation_off(
+    state_dir: Path, project: Path
+) -> None:
+    app = make_app(project, settings=Settings(low_bandwidth=True))
+    async with app.run_test(size=(80, 24)):
+        assert app.animation_level == "none"

@@ -1,0 +1,418 @@
+"""``SkyPilotBackend``: submit, follow, fetch, cancel and tear down runs through SkyPilot.
+
+Each run gets a cluster of its own. ``submit`` stages the spec and the worker, writes the task
+file and the launch intent, and sends the launch through the bridge; it returns once SkyPilot's
+API server has named the request (provisioning goes on there, whatever becomes of x-tui), with
+the cluster, the request id and the transport in the handle's details. The launch's answer (the
+job on its cluster, or why not) is reconciled from SkyPilot's request records the next time the
+run is looked at, and recorded beside the task file, so an interrupted x-tui never launches a run
+twice. Status comes from the cluster's queue while it is up, else from the outputs; logs from
+SkyPilot's log stream. See :mod:`.launch_records` for the files, :mod:`.transports` for how files
+move.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Final
+
+from x_tui.backends.skypilot import catalog, logs
+from x_tui.backends.skypilot.bridge import Bridge, ClusterGone
+from x_tui.backends.skypilot.copy_transport import CopyTransport
+from x_tui.backends.skypilot.launch_records import REQUEST, Launch, RunRecords
+from x_tui.backends.skypilot.reconcile import queued_state, reconcile_launch, stop_run
+from x_tui.backends.skypilot.settings import SkyPilotSettings
+from x_tui.backends.skypilot.task import TASK_NAME, cluster_name, task_for
+from x_tui.backends.skypilot.transports import BucketTransport, Transport
+from x_tui.compute.backend import Capability, RunState, new_run, stage_run
+from x_tui.compute.errors import ConfigError, ProviderError, UserError
+from x_tui.compute.extensions import ResourceRequest
+from x_tui.compute.records import JsonValue, dump_record
+from x_tui.compute.resources import check_placement, request_from_resources
+from x_tui.compute.spec import JobSpec
+from x_tui.compute.store import RunHandle, backend_state_dir, new_run_id
+from x_tui.compute.worker_bundle import write_worker_zipapp
+
+NAME: Final = "skypilot"
+
+
+class CancelFailed(ExceptionGroup[Exception], ProviderError):
+    """Some steps of a cancel failed; it holds each failure, and its message names them all."""
+
+    def __str__(self) -> str:
+        return f"{self.message}: " + "; ".join(str(error) for error in self.exceptions)
+
+
+class SkyPilotBackend:
+    """Runs jobs through SkyPilot's public SDK, in SkyPilot's own interpreter."""
+
+    name: str = NAME
+
+    def __init__(self, settings: Mapping[str, JsonValue] | None = None) -> None:
+        """Read the backend's settings; SkyPilot is not looked for until it is needed.
+
+        Args:
+            settings: The ``[tool.substrax.compute.backends.skypilot]`` table, with exactly one
+                of ``bucket`` and ``copy``.
+
+        Raises:
+            ConfigError: If a setting is missing, unknown or of the wrong type, the transport is
+                not exactly one of ``bucket`` and ``copy``, or its own checks fail.
+        """
+        self.settings = SkyPilotSettings.read(settings)
+        self.bridge = Bridge(
+            sky=self.settings.sky, sky_python=self.settings.sky_python, cloud=self.settings.cloud
+        )
+        self.runs = backend_state_dir(self.settings.state_dir, NAME)
+        self.transport: Transport
+        if self.settings.bucket is not None:
+            self.transport = BucketTransport(self.settings.bucket, cloud=self.settings.cloud)
+        else:
+            assert self.settings.copy is not None
+            self.transport = CopyTransport(
+                self.settings.copy, runs=self.runs, ssh_config=self._ssh_config
+            )
+        self.capabilities = frozenset({Capability.PLAN, Capability.PEEK})
+
+    def _ssh_config(self, cluster: str) -> Path:
+        answer = self.bridge.call(
+            "ssh_config", {"cluster": cluster}, what=f"finding the SSH config of {cluster}"
+        )
+        return Path(str(answer))
+
+    def _records(self, handle: RunHandle) -> RunRecords:
+        return RunRecords(self.runs / handle.run_id)
+
+    @staticmethod
+    def _cluster(handle: RunHandle) -> str:
+        return handle.details.get("cluster") or cluster_name(handle.run_id)
+
+    # Planning and submitting -------------------------------------------------------------------
+
+    def _check(
+        self, spec: JobSpec, project: Path, request: ResourceRequest | None
+    ) -> ResourceRequest:
+        wanted = request if request is not None else request_from_resources(spec.resources)
+        check_placement(wanted, multi_node=True, backend=NAME)
+        if not (project / "uv.lock").is_file():
+            raise ConfigError(
+                f"the skypilot backend installs the project's locked environment on the cluster"
+                f" (uv sync --frozen), and {project} has no uv.lock; run `uv lock` there"
+            )
+        self.transport.check_job(spec, wanted)
+        return wanted
+
+    def _task(
+        self, spec: JobSpec, *, project: Path, run_id: str, run_dir: Path, request: ResourceRequest
+    ) -> dict[str, JsonValue]:
+        return task_for(
+            spec,
+            project=project,
+            run_id=run_id,
+            run_dir=run_dir,
+            request=request,
+            settings=self.settings,
+            transport=self.transport,
+        )
+
+    def plan(
+        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+    ) -> Mapping[str, JsonValue]:
+        """The SkyPilot task ``submit`` would launch, and its hourly cost when the catalog says.
+
+        Nothing is launched. The run id (and so the cluster's name) is an example: each submit
+        names a fresh one.
+
+        Args:
+            spec: The job.
+            project: The project root.
+            request: The job's resources as written (alternatives, nodes); the spec's when
+                ``None``.
+
+        Returns:
+            ``cluster``, ``transport``, ``launch`` (``down``, ``idle_minutes_to_autostop``),
+            ``task``, and ``cost`` (the catalog's estimate, or why there is none).
+
+        Raises:
+            ConfigError: If the job cannot run on this backend (no uv.lock, a mount the
+                transport cannot carry).
+        """
+        wanted = self._check(spec, project.resolve(), request)
+        run_id = new_run_id(spec.name)
+        task = self._task(
+            spec,
+            project=project.resolve(),
+            run_id=run_id,
+            run_dir=self.runs / run_id,
+            request=wanted,
+        )
+        return {
+            "run_id": f"{run_id} (an example; each submit names a fresh one)",
+            "cluster": cluster_name(run_id),
+            "transport": self.transport.name,
+            "launch": {"down": True, "idle_minutes_to_autostop": self.transport.idle_minutes},
+            "task": task,
+            "cost": catalog.describe_cost(self.offers, wanted, spot=self.settings.use_spot),
+        }
+
+    def offers(self) -> tuple[catalog.Offer, ...]:
+        """The accelerators and hourly prices in SkyPilot's catalog cache, for ``infra``'s cloud.
+
+        Raises:
+            BackendUnavailableError: If SkyPilot is not installed.
+            ProviderError: If the catalog cannot be read in time.
+        """
+        return catalog.cached_offers(self.bridge, cloud=self.settings.cloud)
+
+    def submit(
+        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+    ) -> RunHandle:
+        """Write the task file and the launch intent, then launch it on a cluster of its own.
+
+        Returns as soon as SkyPilot names the launch's request: provisioning goes on in
+        SkyPilot's API server, and the run is pending until its job is on the cluster.
+
+        Args:
+            spec: The job.
+            project: The project root, synced as the task's workdir.
+            request: The job's resources as written; the spec's when ``None``.
+
+        Returns:
+            The run's handle; its details hold ``cluster``, ``request_id`` and ``transport``.
+
+        Raises:
+            ConfigError: If the job cannot run on this backend; nothing is staged.
+            BackendUnavailableError: If SkyPilot is not installed or has no enabled cloud.
+            ProviderError: If SkyPilot refused the launch.
+        """
+        wanted = self._check(spec, project.resolve(), request)
+        run = new_run(spec, project, settings=self.settings.table())
+        run_dir = stage_run(self.runs, run)
+        write_worker_zipapp(run_dir)
+        cluster = cluster_name(run.run_id)
+        task = self._task(
+            spec, project=run.project, run_id=run.run_id, run_dir=run_dir, request=wanted
+        )
+        (run_dir / TASK_NAME).write_text(json.dumps(task, indent=2), encoding="utf-8")
+        records = RunRecords(run_dir)
+        details = {"cluster": cluster, "request_id": "", "transport": self.transport.name}
+        records.write_intent(
+            cluster=cluster, task=TASK_NAME, handle=dump_record(run.handle(NAME, details))
+        )
+        try:
+            request_id = self.bridge.launch(
+                {
+                    "task": task,
+                    "cluster": cluster,
+                    "down": True,
+                    "idle_minutes": self.transport.idle_minutes,
+                    "record": str(records.path(REQUEST)),
+                    "cloud": self.settings.cloud,
+                },
+                on_request=lambda _: None,  # the bridge wrote request.json before it said so
+                what=f"launching {cluster}",
+            )
+        except UserError as error:
+            records.record_failed(request_id=None, message=str(error))
+            raise
+        return run.handle(NAME, {**details, "request_id": request_id})
+
+    # Following ---------------------------------------------------------------------------------
+
+    def launch(self, handle: RunHandle) -> Launch:
+        """What is known of the run's launch, reconciled with SkyPilot when it is not recorded.
+
+        Raises:
+            BackendUnavailableError: If SkyPilot is not installed here.
+            ProviderError: If SkyPilot cannot say.
+        """
+        return reconcile_launch(
+            self.bridge, handle, self._records(handle), cluster=self._cluster(handle)
+        )
+
+    def status(self, handle: RunHandle) -> RunState:
+        """The job's state from its cluster's queue while it is up, else from its outputs.
+
+        Args:
+            handle: The run.
+
+        Returns:
+            ``cancelled`` when it was cancelled from here, ``pending`` while it is launched or
+            set up, else what the queue says, or the outputs once the cluster is gone.
+
+        Raises:
+            BackendUnavailableError: If SkyPilot is not installed here.
+            ProviderError: If SkyPilot reports a job status this backend does not know, or the
+                queue cannot be read and the outputs cannot answer for the run.
+        """
+        records = self._records(handle)
+        if records.cancelled():
+            return RunState.CANCELLED
+        final = records.final()
+        if final is not None:
+            return final
+        launch = self.launch(handle)
+        if launch.state == "launching":
+            return RunState.PENDING
+        if launch.state == "failed":
+            records.record_final(RunState.FAILED, seen="launch")
+            return RunState.FAILED
+        if launch.state == "launched":
+            state = queued_state(self.bridge, cluster=self._cluster(handle), job_id=launch.job_id)
+            if state is not None:
+                records.record_final(state, seen="queue")
+                return state
+        state = self.transport.state_from_outputs(handle)
+        records.record_final(state, seen="outputs")
+        return state
+
+    def logs(self, handle: RunHandle, *, follow: bool) -> Iterator[str]:
+        """The job's lines from SkyPilot's log stream, the launch's provisioning output first.
+
+        Args:
+            handle: The run.
+            follow: Keep reading until the job ends.
+
+        Yields:
+            Each line, without its line ending, each task's prefixed ``[<task>] ``.
+
+        Raises:
+            BackendUnavailableError: If SkyPilot is not installed here.
+            ProviderError: If the log stream fails.
+        """
+        launch = self.launch(handle)
+        if launch.state == "launching" and launch.request_id:
+            yield from logs.lines_of(
+                self.bridge.stream(
+                    "launch_wait",
+                    {"request_id": launch.request_id, "follow": follow},
+                    what=f"reading the launch of {self._cluster(handle)}",
+                )
+            )
+            if not follow:
+                return
+            launch = self.launch(handle)
+        if launch.state == "failed":
+            yield f"x-tui: run {handle.run_id} did not start: {launch.message}"
+            return
+        if launch.state == "launched":
+            cluster = self._cluster(handle)
+            try:
+                yield from logs.lines_of(
+                    self.bridge.stream(
+                        "logs",
+                        {"cluster": cluster, "job_id": launch.job_id, "follow": follow},
+                        what=f"reading the log of {cluster}",
+                    )
+                )
+                return
+            except ClusterGone:
+                pass
+        yield from logs.lines_from_outputs(
+            lambda relative: self.transport.saved_output(handle, relative),
+            source=f"run {handle.run_id}'s outputs",
+        )
+
+    def peek(self, handle: RunHandle, path: str) -> bytes | None:
+        """Read one file of the run's outputs while it runs (or after, where the transport can).
+
+        Args:
+            handle: The run.
+            path: The file, relative to the run's outputs.
+
+        Returns:
+            Its bytes, or ``None`` when it is not there (yet).
+
+        Raises:
+            ValueError: If ``path`` leads outside the run's outputs.
+            ProviderError: If the outputs cannot be read.
+        """
+        return self.transport.peek(handle, path)
+
+    def fetch(self, handle: RunHandle, destination: Path) -> Path:
+        """Copy the run's outputs to ``destination / handle.run_id``.
+
+        Args:
+            handle: The run.
+            destination: The directory to copy into.
+
+        Returns:
+            The copy.
+
+        Raises:
+            ProviderError: If the outputs cannot be fetched (with the copy transport: if they
+                changed during the copy or the copy differs; the cluster is left up).
+        """
+        target = destination / handle.run_id
+        self.transport.fetch(handle, target)
+        return target
+
+    # Stopping ----------------------------------------------------------------------------------
+
+    def cancel(self, handle: RunHandle) -> None:
+        """Cancel the launch request and the job, and tear the cluster down; leave an ended run.
+
+        Every step is attempted, whatever the one before it did.
+
+        Args:
+            handle: The run.
+
+        Raises:
+            CancelFailed: If any step failed (a ``ProviderError`` and an ``ExceptionGroup``); it
+                holds each failure. The run stays marked cancelled unless neither the job's
+                cancel nor the teardown succeeded.
+        """
+        try:
+            if self.status(handle).is_final:
+                return
+        except ProviderError:
+            pass  # a run whose state cannot be read is cancelled all the same
+        records = self._records(handle)
+        records.mark_cancelled()
+        failures = stop_run(
+            self.bridge,
+            handle,
+            records,
+            cluster=self._cluster(handle),
+            cancel_request=True,
+            cancel_job=True,
+        )
+        if "job" in failures and "teardown" in failures:
+            records.unmark_cancelled()
+        if failures:
+            raise CancelFailed(
+                f"cancelling run {handle.run_id}: {len(failures)} of 3 steps failed",
+                list(failures.values()),
+            )
+
+    def teardown(self, handle: RunHandle) -> None:
+        """Remove the run's cluster, and with it anything left on it (fetch copies first).
+
+        Unlike :meth:`cancel`, this removes the cluster of a run that already ended too; a run
+        that has not ended is cancelled.
+
+        Args:
+            handle: The run.
+
+        Raises:
+            CancelFailed: If the teardown (or the cancel) failed.
+        """
+        try:
+            ended = self.status(handle).is_final
+        except ProviderError:
+            ended = True
+        if not ended:
+            self.cancel(handle)
+            return
+        failures = stop_run(
+            self.bridge,
+            handle,
+            self._records(handle),
+            cluster=self._cluster(handle),
+            cancel_request=False,
+            cancel_job=False,
+        )
+        if failures:
+            raise CancelFailed(f"tearing down run {handle.run_id}", list(failures.values()))

@@ -1,0 +1,389 @@
+"""The SkyPilot side of x-tui's bridge: runs in SkyPilot's own interpreter, never in x-tui's.
+
+x-tui starts ``<sky python> -I sky_sdk.py``, writes one JSON request line on standard input
+(``{"op": NAME, "args": {...}}``) and reads JSON lines back from standard output, each an event:
+
+- ``{"event": "request", "request_id": ID}``: a launch reached SkyPilot's API server (launch
+  only; x-tui answers ``{"ack": true}`` on standard input, see :func:`op_launch`);
+- ``{"event": "chunk", "text": TEXT}``: output of a log stream, as SkyPilot wrote it;
+- ``{"event": "done", "value": VALUE}``: the answer; the last line;
+- ``{"event": "error", "kind": KIND, "type": NAME, "message": TEXT}``: the failure; the last line.
+  ``kind`` is ``missing_cluster``, ``no_cloud``, ``cancelled``, ``incompatible`` or ``failed``.
+
+Everything SkyPilot itself prints (spinners, "Starting a local server") goes to standard error:
+standard output is a duplicate of the original descriptor, taken before ``sky`` is imported, and
+descriptor 1 then points at standard error.
+
+This file imports only the standard library and ``sky`` (SkyPilot's public SDK, 0.14), and runs
+under any Python SkyPilot runs under (3.9 and later), so nothing of x-tui is imported here.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import csv
+import glob
+import importlib
+import io
+import json
+import os
+import re
+import sys
+import tempfile
+from collections.abc import Callable
+from typing import Any
+
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)")
+_MESSAGE_CHARS = 2000
+
+SDK_NAMES = (
+    "launch", "get", "stream_and_get", "api_status", "api_cancel", "queue", "tail_logs",
+    "cancel", "down", "status", "JobStatus", "Task",
+)  # fmt: skip
+"""The names of ``sky`` the bridge calls; a SkyPilot without one of them is refused."""
+
+_OUT: Any = None
+
+
+def _emit(event: dict[str, Any]) -> None:
+    _OUT.write(json.dumps(event) + "\n")
+    _OUT.flush()
+
+
+def _clean(text: str) -> str:
+    text = _ANSI.sub("", text)
+    text = " ".join(text.split())
+    return text[:_MESSAGE_CHARS]
+
+
+class BridgeFailure(Exception):
+    """A failure this script classified itself."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+class _Chunks(io.TextIOBase):
+    """A text stream that sends each write to x-tui as a ``chunk`` event."""
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, text: str) -> int:
+        if text:
+            _emit({"event": "chunk", "text": text})
+        return len(text)
+
+    def flush(self) -> None:
+        _OUT.flush()
+
+
+def _sky() -> Any:
+    return importlib.import_module("sky")
+
+
+def _exceptions() -> Any:
+    return importlib.import_module("sky.exceptions")
+
+
+def _sdk() -> Any:
+    return importlib.import_module("sky.client.sdk")
+
+
+def _kind_of(error: BaseException) -> str:
+    exceptions = _exceptions()
+    if isinstance(error, getattr(exceptions, "ClusterDoesNotExist", ())):
+        return "missing_cluster"
+    if isinstance(error, getattr(exceptions, "NoCloudAccessError", ())):
+        return "no_cloud"
+    if isinstance(error, getattr(exceptions, "RequestCancelled", ())):
+        return "cancelled"
+    return "failed"
+
+
+def _write_atomic(path: str, data: dict[str, Any]) -> None:
+    directory = os.path.dirname(path)
+    handle, partial = tempfile.mkstemp(prefix=".request.", dir=directory)
+    with os.fdopen(handle, "w", encoding="utf-8") as stream:
+        stream.write(json.dumps(data, indent=2))
+    os.replace(partial, path)
+
+
+def _job_id(value: Any) -> int | None:
+    """The job id of a launch's answer, ``(job_id, handle)``."""
+    if isinstance(value, (tuple, list)) and value:
+        value = value[0]
+    return int(value) if value is not None else None
+
+
+# Operations -------------------------------------------------------------------------------------
+
+
+def op_probe(args: dict[str, Any]) -> dict[str, Any]:
+    """SkyPilot's version, and the SDK names the bridge calls that it lacks."""
+    sky = _sky()
+    missing = [name for name in SDK_NAMES if not hasattr(sky, name)]
+    return {"version": str(getattr(sky, "__version__", "unknown")), "missing": missing}
+
+
+def _check_clouds(cloud: str | None) -> None:
+    """Refuse a launch SkyPilot has no enabled cloud for, before it is sent."""
+    sky, sdk = _sky(), _sdk()
+    enabled = [str(name).lower() for name in sky.get(sdk.enabled_clouds())]
+    if enabled and (cloud is None or cloud in enabled):
+        return
+    checked = sky.get(sdk.check(infra_list=(cloud,) if cloud else None, verbose=False))
+    found = set()
+    for clouds in (checked or {}).values():
+        for name, capabilities in (clouds or {}).items():
+            if capabilities:
+                found.add(str(name).lower())
+    if found and (cloud is None or cloud in found):
+        return
+    if cloud is None:
+        raise BridgeFailure("no_cloud", "SkyPilot has no cloud enabled; run `sky check` to see why")
+    also = f" (enabled: {', '.join(sorted(found))})" if found else ""
+    raise BridgeFailure(
+        "no_cloud", f"SkyPilot has no access to {cloud}{also}; run `sky check {cloud}` to see why"
+    )
+
+
+def op_launch(args: dict[str, Any]) -> dict[str, Any]:
+    """Launch the task on its own cluster and return as soon as SkyPilot names the request.
+
+    The request id is written to ``args["record"]`` before x-tui hears of it. x-tui then answers
+    ``{"ack": true}``; if it does not (it was killed, or it gave up), nobody holds the run, so the
+    request is cancelled and the cluster torn down, and the record says so.
+    """
+    sky = _sky()
+    _check_clouds(args.get("cloud"))
+    task = sky.Task.from_yaml_config(json.loads(json.dumps(args["task"])))
+    request_id = sky.launch(
+        task,
+        cluster_name=args["cluster"],
+        down=bool(args["down"]),
+        idle_minutes_to_autostop=args.get("idle_minutes"),
+        retry_until_up=False,
+    )
+    _write_atomic(args["record"], {"request_id": str(request_id), "abandoned": False})
+    try:
+        _emit({"event": "request", "request_id": str(request_id)})
+        answer = sys.stdin.readline()
+    except (BrokenPipeError, OSError):
+        answer = ""
+    if '"ack"' not in answer:
+        _abandon(args, str(request_id))
+        raise BridgeFailure("failed", "x-tui left before it recorded the launch; it was undone")
+    return {"request_id": str(request_id)}
+
+
+def _abandon(args: dict[str, Any], request_id: str) -> None:
+    sky = _sky()
+    _write_atomic(args["record"], {"request_id": request_id, "abandoned": True})
+    # Each step is attempted; the cluster may not exist yet.
+    with contextlib.suppress(Exception):
+        sky.get(sky.api_cancel([request_id], silent=True))
+    with contextlib.suppress(Exception):
+        sky.get(sky.down(args["cluster"]))
+
+
+def _request(request_id: str | None, cluster: str) -> Any:
+    sky = _sky()
+    if request_id is not None:
+        found = sky.api_status([request_id])
+    else:
+        found = [
+            payload
+            for payload in sky.api_status(cluster_name=cluster, all_status=True)
+            if str(getattr(payload, "name", "")) == "launch"
+            and str(getattr(payload, "cluster_name", "") or "") == cluster
+        ]
+    found = sorted(found, key=lambda payload: float(getattr(payload, "created_at", 0) or 0))
+    return found[-1] if found else None
+
+
+def op_launch_state(args: dict[str, Any]) -> dict[str, Any]:
+    """Where a launch is, from SkyPilot's request records (starting its API server if needed)."""
+    sky = _sky()
+    cluster = args["cluster"]
+    clusters = sky.get(sky.status(cluster_names=[cluster]))  # also starts a local API server
+    exists = bool(clusters)
+    payload = _request(args.get("request_id"), cluster)
+    if payload is None:
+        return {"state": "unknown", "request_id": None, "cluster_exists": exists}
+    request_id = str(payload.request_id)
+    status = str(getattr(payload.status, "value", payload.status)).upper()
+    answer: dict[str, Any] = {"request_id": request_id, "cluster_exists": exists}
+    if status in ("PENDING", "WAITING", "RUNNING"):
+        return {**answer, "state": "launching"}
+    if status == "CANCELLED":
+        return {**answer, "state": "cancelled"}
+    try:
+        value = sky.get(request_id)
+    except Exception as error:
+        return {
+            **answer,
+            "state": "failed",
+            "error": f"{type(error).__name__}: {_clean(str(error))}",
+        }
+    return {**answer, "state": "launched", "job_id": _job_id(value)}
+
+
+def op_launch_wait(args: dict[str, Any]) -> dict[str, Any]:
+    """Stream a launch's provisioning log; with ``follow``, until it answers."""
+    sky = _sky()
+    follow = bool(args["follow"])
+    value = sky.stream_and_get(args["request_id"], follow=follow, output_stream=_Chunks())
+    return {"job_id": _job_id(value) if follow else None}
+
+
+def op_queue(args: dict[str, Any]) -> list[dict[str, Any]]:
+    """The cluster's jobs: id and ``JobStatus`` name."""
+    sky = _sky()
+    records = sky.get(sky.queue(args["cluster"], skip_finished=False, all_users=True))
+    jobs = []
+    for record in records:
+        status = record.status
+        jobs.append({"job_id": int(record.job_id), "status": str(getattr(status, "value", status))})
+    return jobs
+
+
+def op_logs(args: dict[str, Any]) -> int | None:
+    """Stream the job's log (SkyPilot's ``run.log``) as chunks; the answer is its exit code."""
+    sky = _sky()
+    code = sky.tail_logs(
+        args["cluster"], args["job_id"], follow=bool(args["follow"]), output_stream=_Chunks()
+    )
+    return int(code) if code is not None else None
+
+
+def op_cancel_request(args: dict[str, Any]) -> list[str]:
+    """Cancel a request that has not finished; the ids it cancelled."""
+    sky = _sky()
+    cancelled = sky.get(sky.api_cancel([args["request_id"]], silent=True))
+    return [str(request_id) for request_id in cancelled or []]
+
+
+def op_cancel_job(args: dict[str, Any]) -> None:
+    """Cancel the run's job on its cluster."""
+    sky = _sky()
+    sky.get(sky.cancel(args["cluster"], job_ids=[int(args["job_id"])]))
+
+
+def op_down(args: dict[str, Any]) -> None:
+    """Tear the cluster down."""
+    sky = _sky()
+    sky.get(sky.down(args["cluster"]))
+
+
+def op_ssh_config(args: dict[str, Any]) -> str:
+    """The SSH configuration file SkyPilot wrote for the cluster (``Host <cluster>``)."""
+    helper = importlib.import_module("sky.utils.cluster_utils").SSHConfigHelper
+    return os.path.expanduser(str(helper.ssh_cluster_path).format(args["cluster"]))
+
+
+def op_catalog(args: dict[str, Any]) -> dict[str, Any]:
+    """The accelerators and hourly prices of SkyPilot's cached catalogs; never the network.
+
+    Only the files already on disk are read (SkyPilot's own reader would download stale ones,
+    without a timeout), each cloud's ``vms.csv`` under the versioned catalog directory.
+    """
+    common = importlib.import_module("sky.catalog.common")
+    directory = os.path.dirname(str(common.get_catalog_path("x/vms.csv")).rstrip("/"))
+    directory = os.path.dirname(directory)
+    wanted = args.get("clouds")
+    offers: list[dict[str, Any]] = []
+    for path in sorted(glob.glob(os.path.join(directory, "*", "vms.csv"))):
+        cloud = os.path.basename(os.path.dirname(path))
+        if wanted and cloud not in wanted:
+            continue
+        offers.extend(_offers(cloud, path))
+    return {"directory": directory, "offers": offers}
+
+
+def _number(text: str | None) -> float | None:
+    try:
+        return float(text) if text not in (None, "") else None
+    except ValueError:
+        return None
+
+
+def _offers(cloud: str, path: str) -> list[dict[str, Any]]:
+    cheapest: dict[Any, dict[str, Any]] = {}
+    with open(path, newline="", encoding="utf-8") as stream:
+        for row in csv.DictReader(stream):
+            kind, count = row.get("AcceleratorName"), _number(row.get("AcceleratorCount"))
+            price = _number(row.get("Price"))
+            if not kind or not count or price is None:
+                continue
+            key = (kind, count, row.get("InstanceType"))
+            offer = {
+                "cloud": cloud,
+                "accelerator": kind,
+                "count": count,
+                "instance_type": row.get("InstanceType") or "",
+                "vcpus": _number(row.get("vCPUs")),
+                "memory_gib": _number(row.get("MemoryGiB")),
+                "price": price,
+                "spot_price": _number(row.get("SpotPrice")),
+                "region": row.get("Region") or "",
+            }
+            if key not in cheapest or price < cheapest[key]["price"]:
+                cheapest[key] = offer
+    return list(cheapest.values())
+
+
+OPERATIONS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    "probe": op_probe,
+    "launch": op_launch,
+    "launch_state": op_launch_state,
+    "launch_wait": op_launch_wait,
+    "queue": op_queue,
+    "logs": op_logs,
+    "cancel_request": op_cancel_request,
+    "cancel_job": op_cancel_job,
+    "down": op_down,
+    "ssh_config": op_ssh_config,
+    "catalog": op_catalog,
+}
+
+
+def main() -> int:
+    """Answer one request; 0 when it succeeded, 1 when it failed (the error event says why)."""
+    global _OUT
+    _OUT = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="backslashreplace")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    try:
+        request = json.loads(sys.stdin.readline())
+        operation = OPERATIONS[request["op"]]
+    except (ValueError, KeyError, TypeError) as error:
+        _emit({"event": "error", "kind": "failed", "type": "BadRequest", "message": str(error)})
+        return 1
+    try:
+        try:
+            sky = importlib.import_module("sky")
+        except ImportError as error:
+            raise BridgeFailure("incompatible", f"cannot import sky: {error}") from None
+        missing = [name for name in SDK_NAMES if not hasattr(sky, name)]
+        if missing:
+            version = getattr(sky, "__version__", "unknown")
+            raise BridgeFailure(
+                "incompatible",
+                f"SkyPilot {version} lacks {', '.join(missing)}; x-tui needs SkyPilot 0.14",
+            )
+        value = operation(request.get("args") or {})
+    except BridgeFailure as failure:
+        kind, name, message = failure.kind, "BridgeFailure", str(failure)
+    except Exception as error:
+        kind, name, message = _kind_of(error), type(error).__name__, _clean(str(error))
+    else:
+        _emit({"event": "done", "value": value})
+        return 0
+    _emit({"event": "error", "kind": kind, "type": name, "message": message})
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

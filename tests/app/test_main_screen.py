@@ -38,14 +38,13 @@ async def test_the_app_opens_with_the_job_browser_focused_on_the_first_job(
         await wait_until(pilot, lambda: "hello  python -c" in screen_text(app), "quick's task")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     importlib.util.find_spec("x_tui.app.submit_screen") is None,
     reason="the submit screen is not in this tree yet",
 )
 @asynchronous
-async def test_enter_on_the_first_job_opens_its_submit_screen(
-    state_dir: Path, project: Path
-) -> None:
+async def test_enter_enter_submits_the_first_job(state_dir: Path, project: Path) -> None:
     from x_tui.app.submit_screen import SubmitScreen
 
     app = make_app(project)
@@ -54,7 +53,16 @@ async def test_enter_on_the_first_job_opens_its_submit_screen(
         await wait_until(pilot, lambda: browser.highlighted_job == "quick", "the first job")
         await pilot.press("enter")
         await wait_until(pilot, lambda: isinstance(app.screen, SubmitScreen), "the submit screen")
-        await wait_until(pilot, lambda: "quick" in screen_text(app), "the job's name on it")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: len(app.monitor.stored.handles) == 1, "the new run")
+        [handle] = app.monitor.stored.handles
+        assert handle.job == "quick"
+        assert handle.backend == "local"
+        await wait_until(
+            pilot,
+            lambda: app.monitor.state_of(handle.run_id) is RunState.SUCCEEDED,
+            "the run to succeed",
+        )
 
 
 @pytest.mark.slow

@@ -85,6 +85,13 @@ async def test_a_run_the_cli_submits_from_another_process_appears_and_succeeds(
         )
         assert run_id in screen_text(app)
 
+        from x_tui.app.run_screen import RunScreen
+
+        await pilot.press("tab", "enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run's screen")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main_screen, "the main screen")
+
 
 @asynchronous
 async def test_editing_pyproject_reloads_the_job_browser(state_dir: Path, project: Path) -> None:
@@ -242,3 +249,21 @@ async def test_slash_filters_the_runs_and_escape_brings_them_back(state_dir: Pat
         await pilot.press("escape")
         await wait_until(pilot, lambda: table.row_count == 3, "every run again")
         assert app.focused is table
+
+
+@asynchronous
+async def test_question_mark_shows_the_keys_of_the_main_screen(
+    state_dir: Path, project: Path
+) -> None:
+    from x_tui.app.help_screen import HelpScreen
+
+    app = make_app(project)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await wait_until(pilot, lambda: app.main_screen.jobs.job_names != (), "the jobs")
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        shown = screen_text(app)
+        assert "Switch pane" in shown
+        assert "Filter runs" in shown
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: app.screen is app.main_screen, "the main screen")

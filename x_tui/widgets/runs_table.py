@@ -202,7 +202,7 @@ class RunsTable(DataTable[Text]):
         wanted: dict[str, _Row] = {}
         for handle in stored.handles:
             row = self._rows.get(handle.run_id)
-            if row is None or row.handle != handle:
+            if row is None or (row.handle is not handle and row.handle != handle):
                 row = _Row(
                     key=handle.run_id,
                     order=(handle.submitted_at.timestamp(), handle.run_id),

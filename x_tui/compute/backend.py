@@ -48,6 +48,19 @@ class Capability(str, enum.Enum):
     """``run_files(handle)`` names the run's log and outputs as files on this machine."""
     PLAN = "plan"
     """``plan(spec, project=...)`` describes what ``submit`` would ask the provider for."""
+    REQUEST = "request"
+    """``plan`` and ``submit`` take ``request=`` (a ``ResourceRequest``): the accelerator
+    alternatives, ``exact`` kinds and node counts a spec cannot hold."""
+    EXTENSIONS = "extensions"
+    """``plan`` takes ``extensions=`` (a ``JobExtensions``: dependencies, secrets by name,
+    retries) and ``submit`` takes ``extensions=`` and ``secrets=`` (a ``SecretValues``, the
+    captured values by their name in the task). The backend maps each extension onto its provider
+    and raises a ``ConfigError`` for one it cannot give. A backend without this ability is never
+    given a job that declares an extension: ``plan_run`` refuses it, naming the keys."""
+    ACCELERATORS = "accelerators"
+    """``accelerators() -> list[AcceleratorOffer]`` lists the kinds, counts per node and hourly
+    prices the backend offers, and ``check_offer(request)`` raises a ``ResourceError`` before
+    anything is submitted when a run asks for one it does not offer."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

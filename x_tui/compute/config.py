@@ -18,7 +18,9 @@ from typing import Any
 import tomlkit
 import tomlkit.exceptions
 
+from x_tui.compute.dependencies import read_dependencies
 from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError
+from x_tui.compute.extensions import EXTENSION_KEYS, JobExtensions
 from x_tui.compute.records import JsonValue, RecordError, dump_record, read_record
 from x_tui.compute.resources import (
     ResourceError,
@@ -27,6 +29,8 @@ from x_tui.compute.resources import (
     parse_duration,
     read_resources_table,
 )
+from x_tui.compute.retries import read_retries
+from x_tui.compute.secrets import read_secrets
 from x_tui.compute.spec import Accelerator, JobSpec, Task, discover_examples, example_tasks
 
 PYPROJECT = "pyproject.toml"
@@ -44,7 +48,7 @@ _SPEC_KEYS = (
     "env",
     "mounts",
 )
-_JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS
+_JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS + EXTENSION_KEYS
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -155,10 +159,13 @@ class ResolvedJob:
         spec: The spec written to ``spec.json``; its resources are ``request.to_resources()``.
         request: The resources as the table (or ``--accelerator``) asked for them: accelerator
             alternatives, ``exact``, the node count and a CPU total, which no spec key holds.
+        extensions: The table's ``dependencies``, ``secrets`` and ``retries`` (x-tui's keys,
+            never written to ``spec.json``).
     """
 
     spec: JobSpec
     request: ResourceRequest
+    extensions: JobExtensions = field(default_factory=JobExtensions)
 
 
 def resolve_job(
@@ -248,7 +255,32 @@ def resolve_request(
     if accelerator is not None:
         request = replace(request, accelerator=parse_accelerators(accelerator))
         spec = replace(spec, resources=request.to_resources())
-    return ResolvedJob(spec=spec, request=request)
+    return ResolvedJob(spec=spec, request=request, extensions=_extensions(where, table, spec))
+
+
+def _extensions(where: str, table: dict[str, Any], spec: JobSpec) -> JobExtensions:
+    """The table's x-tui keys, checked against the resolved job."""
+    extensions = JobExtensions()
+    if "dependencies" in table:
+        extensions = replace(
+            extensions, dependencies=read_dependencies(table["dependencies"], where=where)
+        )
+    if "secrets" in table:
+        secrets = read_secrets(table["secrets"], where=where)
+        for source in secrets.sources:
+            target = secrets.task_name(source)
+            if target in spec.env:
+                raise ConfigError(
+                    f"{where} secrets: {target!r} is also set in env, which would hide the"
+                    " secret's value in the task; keep one of them"
+                )
+        extensions = replace(extensions, secrets=secrets)
+    if "retries" in table:
+        names = [task.name for task in spec.tasks]
+        extensions = replace(
+            extensions, retries=read_retries(table["retries"], where=where, tasks=names)
+        )
+    return extensions
 
 
 def _seconds(where: str, key: str, value: object) -> float | None:

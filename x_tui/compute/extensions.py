@@ -8,13 +8,22 @@ spec holds. These are records: :func:`~x_tui.compute.records.dump_record` writes
 :func:`~x_tui.compute.records.read_record` reads them back, validated.
 
 The grammar that reads them from what users write is :mod:`x_tui.compute.resources`.
+
+A :class:`JobExtensions` holds the job-table keys x-tui reads beyond substrax's (``dependencies``,
+``secrets``, ``retries``), names only, never a secret's value. It also travels beside the spec:
+in a run's plan, and to a backend that declares ``Capability.EXTENSIONS``.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
+from x_tui.compute.dependencies import Dependencies
+from x_tui.compute.records import JsonValue, dump_record
+from x_tui.compute.retries import RetryPolicy
+from x_tui.compute.secrets import SecretsRequest
 from x_tui.compute.spec import Accelerator, Resources
 
 
@@ -193,3 +202,47 @@ class ResourceRequest:
             cpu=self.cpu.per_node if self.cpu is not None else None,
             memory_mib=self.memory_mib,
         )
+
+
+EXTENSION_KEYS = ("dependencies", "secrets", "retries")
+"""The job-table keys a :class:`JobExtensions` holds."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class JobExtensions:
+    """What a job table declares beyond substrax's spec, for the backend to map.
+
+    Attributes:
+        dependencies: Python and apt packages and commands installed beyond the locked
+            environment (Modal: image steps; SkyPilot: setup commands; local: not provisioned).
+        secrets: The secrets the tasks need, by name (values are captured only at submit).
+        retries: More attempts for a failed task (the worker's ``--retries`` file).
+    """
+
+    dependencies: Dependencies = field(default_factory=Dependencies)
+    secrets: SecretsRequest = field(default_factory=SecretsRequest)
+    retries: RetryPolicy = field(default_factory=RetryPolicy)
+
+    def __bool__(self) -> bool:
+        """Whether any extension is declared."""
+        return bool(self.dependencies or self.secrets or self.retries)
+
+    @property
+    def declared(self) -> tuple[str, ...]:
+        """The keys that declare something, in :data:`EXTENSION_KEYS` order."""
+        return tuple(key for key in EXTENSION_KEYS if getattr(self, key))
+
+    def describe(self, tasks: Sequence[str]) -> dict[str, JsonValue]:
+        """The extensions for a plan, names only.
+
+        Args:
+            tasks: The job's task names, to spell out each one's retries.
+
+        Returns:
+            ``dependencies``, ``secrets`` (with the sources unset in this shell) and ``retries``.
+        """
+        return {
+            "dependencies": dump_record(self.dependencies),
+            "secrets": self.secrets.describe(),
+            "retries": self.retries.describe(tasks),
+        }

@@ -1,0 +1,161 @@
+"""How many more times a failed task is tried: the job table's ``retries``, and the worker's file.
+
+A job table may say (Nodus's ``retries``)::
+
+    retries = 2                                        # every task: up to 2 more attempts
+    retries = { default = 1, tasks = { train = 3 } }   # 1 for each task, 3 for ``train``
+
+A failed or timed-out task is run again, within its own budget and what is left of the job's,
+until it succeeds or its attempts run out. The worker does the trying (``--retries FILE``, a JSON
+object ``{"<task>": more attempts}``): :meth:`RetryPolicy.worker_table` is that object and
+:func:`write_retries_file` writes it beside the staged run. Every attempt is recorded in
+``<outputs>/attempts.json`` and an earlier attempt's logs are kept under
+``<outputs>/attempts/<task>/<n>/`` (see :mod:`x_tui.compute.attempts`); the manifest keeps
+substrax's layout.
+
+This module reads and writes the declaration only; it never runs a task.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from x_tui.compute.errors import ConfigError
+from x_tui.compute.records import JsonValue, write_atomic
+
+KEY = "retries"
+"""The job table's key."""
+
+RETRIES_NAME = "retries.json"
+"""The worker's retries file, written beside a staged run's ``spec.json``."""
+
+MAX_RETRIES = 100
+"""The most retries one task may have: a larger count is taken for a typo."""
+
+_TABLE_KEYS = ("default", "tasks")
+_FORMS = "a count such as 2, or a table such as { default = 1, tasks = { train = 3 } }"
+
+
+def did_you_mean(key: str, accepted: Sequence[str]) -> str:
+    """``"; did you mean 'x'? (accepted: ...)"`` for a refused key or name."""
+    close = difflib.get_close_matches(key, list(accepted), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{hint} (accepted: {', '.join(accepted) or 'none'})"
+
+
+def _check_count(where: str, count: object) -> int:
+    if isinstance(count, bool) or not isinstance(count, int) or not 0 <= count <= MAX_RETRIES:
+        raise ValueError(f"{where}: expected a whole number from 0 to {MAX_RETRIES}, got {count!r}")
+    return count
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RetryPolicy:
+    """How many more attempts each task of a job gets after a failure.
+
+    Attributes:
+        default: More attempts for every task not named in ``tasks``.
+        tasks: More attempts by task name.
+    """
+
+    default: int = 0
+    tasks: Mapping[str, int] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Check the counts.
+
+        Raises:
+            ValueError: If a count is not a whole number from 0 to :data:`MAX_RETRIES`.
+        """
+        _check_count("default", self.default)
+        for name, count in self.tasks.items():
+            _check_count(f"tasks.{name}", count)
+
+    def __bool__(self) -> bool:
+        """Whether any task is tried more than once."""
+        return bool(self.default or any(self.tasks.values()))
+
+    def for_task(self, name: str) -> int:
+        """More attempts for task ``name``."""
+        return self.tasks.get(name, self.default)
+
+    def worker_table(self, tasks: Sequence[str]) -> dict[str, int]:
+        """The worker's ``--retries`` object for a job's tasks.
+
+        Args:
+            tasks: The job's task names.
+
+        Returns:
+            ``{"<task>": more attempts}`` for every task with at least one.
+        """
+        return {name: self.for_task(name) for name in tasks if self.for_task(name) > 0}
+
+    def describe(self, tasks: Sequence[str]) -> dict[str, JsonValue]:
+        """The policy for a plan: the default and each task's count."""
+        return {"default": self.default, "tasks": {name: self.for_task(name) for name in tasks}}
+
+
+def read_retries(value: JsonValue, *, where: str, tasks: Sequence[str]) -> RetryPolicy:
+    """Read a job table's ``retries``.
+
+    Args:
+        value: The value, as TOML gave it: a count, or a table of ``default`` and ``tasks``.
+        where: The file and table, for messages.
+        tasks: The job's task names; ``tasks`` may name only these.
+
+    Returns:
+        The policy.
+
+    Raises:
+        ConfigError: If the value is neither form, a count is out of range, a key is unknown, or
+            a task is not one of the job's; the message names the file, table, key and value.
+    """
+    if not isinstance(value, dict):
+        try:
+            return RetryPolicy(default=_check_count(KEY, value))
+        except ValueError as error:
+            raise ConfigError(f"{where} {error} ({_FORMS})") from None
+    for key in value:
+        if key not in _TABLE_KEYS:
+            raise ConfigError(
+                f"{where} {KEY}: unknown key {key!r}{did_you_mean(key, _TABLE_KEYS)}"
+                + (
+                    f"; a task's count goes in tasks, such as tasks = {{ {key} = N }}"
+                    if key in tasks
+                    else ""
+                )
+            )
+    named = value.get("tasks", {})
+    if not isinstance(named, dict):
+        raise ConfigError(f"{where} {KEY}.tasks: expected a table of counts by task, got {named!r}")
+    for name in named:
+        if name not in tasks:
+            raise ConfigError(
+                f"{where} {KEY}.tasks: the job has no task {name!r}"
+                f"{did_you_mean(name, list(tasks))}"
+            )
+    try:
+        return RetryPolicy(default=value.get("default", 0), tasks=dict(named))
+    except ValueError as error:
+        raise ConfigError(f"{where} {KEY}.{error}") from None
+
+
+def write_retries_file(run_dir: Path, table: Mapping[str, int]) -> Path | None:
+    """Write the worker's retries file beside a staged run's spec.
+
+    Args:
+        run_dir: The staged run's directory.
+        table: :meth:`RetryPolicy.worker_table`.
+
+    Returns:
+        ``<run_dir>/retries.json``, or ``None`` (nothing written) when no task is retried.
+    """
+    if not table:
+        return None
+    path = run_dir / RETRIES_NAME
+    write_atomic(path, json.dumps(dict(table), indent=2) + "\n")
+    return path

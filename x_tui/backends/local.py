@@ -4,7 +4,13 @@ A run lives in ``<state>/compute/local/<run_id>/`` as substrax lays it out (``sp
 ``worker.log``, ``outputs/``, a ``cancelled`` marker), so a run started by either tool is read,
 followed, fetched and cancelled by the other. The worker zipapp runs detached in a session of its
 own; closing x-tui never stops it. The local backend provisions nothing: a job's extras,
-resources and mounts are not provisioned, and :meth:`LocalBackend.plan` says so.
+resources, mounts and ``dependencies`` are not provisioned, and :meth:`LocalBackend.plan` says so;
+it runs on what this machine has (:meth:`LocalBackend.accelerators` lists its GPUs).
+
+x-tui's job extensions (``Capability.EXTENSIONS``): ``retries`` go to the worker as
+``<run_dir>/retries.json`` (``--retries``); ``secrets.env``/``optional_env`` values reach the
+tasks through the worker's environment at spawn, never a file; ``secrets.platform`` is refused,
+since this machine has no secret store.
 
 Settings, from ``[tool.substrax.compute.backends.local]``:
 
@@ -25,7 +31,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import time
 from collections.abc import Iterator, Mapping
@@ -33,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from x_tui.backends import local_process
+from x_tui.backends import local_machine, local_process
 from x_tui.backends.local_files import UnsafeOutputsError, copy_outputs, read_output
 from x_tui.compute.backend import (
     SPEC_NAME,
@@ -44,8 +49,12 @@ from x_tui.compute.backend import (
     stage_run,
 )
 from x_tui.compute.errors import BadRecordError, ConfigError
+from x_tui.compute.estimate import AcceleratorOffer
+from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
-from x_tui.compute.records import JsonValue, RecordError
+from x_tui.compute.records import JsonValue, RecordError, dump_record
+from x_tui.compute.retries import RETRIES_NAME, write_retries_file
+from x_tui.compute.secrets import SecretValues
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir
 from x_tui.compute.worker_bundle import WORKER_NAME, write_worker_zipapp
@@ -132,9 +141,21 @@ def default_interpreter(project: Path, python: str | None = None) -> list[str]:
     return [sys.executable]
 
 
-def worker_command(interpreter: list[str], *, run_dir: Path, project: Path) -> list[str]:
-    """The worker's command line; it holds the run directory, and so the run id."""
-    return [
+def worker_command(
+    interpreter: list[str], *, run_dir: Path, project: Path, retries: Path | None = None
+) -> list[str]:
+    """The worker's command line; it holds the run directory, and so the run id.
+
+    Args:
+        interpreter: The command that starts the project's Python.
+        run_dir: The staged run's directory.
+        project: The project root.
+        retries: The worker's retries file, when a task is retried.
+
+    Returns:
+        The argv.
+    """
+    command = [
         *interpreter,
         str(run_dir / WORKER_NAME),
         "--spec",
@@ -144,6 +165,7 @@ def worker_command(interpreter: list[str], *, run_dir: Path, project: Path) -> l
         "--outputs",
         str(run_dir / OUTPUTS),
     ]
+    return command if retries is None else [*command, "--retries", str(retries)]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -161,12 +183,22 @@ class LocalBackend:
 
     Attributes:
         name: ``"local"``.
-        capabilities: Local files, peek and plan.
+        capabilities: Local files, peek, plan, the resource request, x-tui's job extensions
+            and this machine's accelerators.
         settings: The validated settings.
     """
 
     name = NAME
-    capabilities = frozenset({Capability.LOCAL_FILES, Capability.PEEK, Capability.PLAN})
+    capabilities = frozenset(
+        {
+            Capability.LOCAL_FILES,
+            Capability.PEEK,
+            Capability.PLAN,
+            Capability.REQUEST,
+            Capability.EXTENSIONS,
+            Capability.ACCELERATORS,
+        }
+    )
 
     def __init__(
         self,
@@ -192,27 +224,48 @@ class LocalBackend:
         """The directory new runs go in: ``<state_dir>/compute/local``."""
         return backend_state_dir(self.settings.state_dir, NAME)
 
-    def submit(self, spec: JobSpec, *, project: Path) -> RunHandle:
+    def submit(
+        self,
+        spec: JobSpec,
+        *,
+        project: Path,
+        request: ResourceRequest | None = None,
+        extensions: JobExtensions | None = None,
+        secrets: SecretValues | None = None,
+    ) -> RunHandle:
         """Stage the run and start its worker, detached.
 
         Args:
             spec: The job.
             project: The project root.
+            request: The resources as written; this machine runs the job on what it has.
+            extensions: The job's retries (written to ``<run_dir>/retries.json`` for the
+                worker), dependencies (not provisioned) and secrets.
+            secrets: The captured secret values, put in the worker's environment at spawn
+                (its tasks inherit them); never written to a file.
 
         Returns:
             The handle; its details hold ``pid``, ``run_dir`` and ``start_time``.
 
         Raises:
-            ConfigError: If the interpreter cannot be started; the message names it.
+            ConfigError: If the interpreter cannot be started (the message names it), or the job
+                asks for provider secrets (``secrets.platform``), which this machine has not.
         """
+        extensions = extensions or JobExtensions()
+        _refuse_platform_secrets(extensions)
         run = new_run(spec, project, settings=self.settings.table())
         run_dir = stage_run(self.runs, run)
         write_worker_zipapp(run_dir)
+        table = extensions.retries.worker_table([task.name for task in spec.tasks])
+        retries = write_retries_file(run_dir, table)
         interpreter = default_interpreter(run.project, self.settings.python)
-        command = worker_command(interpreter, run_dir=run_dir, project=run.project)
+        command = worker_command(interpreter, run_dir=run_dir, project=run.project, retries=retries)
         try:
             pid, start_time = local_process.start_detached(
-                command, cwd=run.project, log=run_dir / WORKER_LOG, env=_worker_environment()
+                command,
+                cwd=run.project,
+                log=run_dir / WORKER_LOG,
+                env=_worker_environment(secrets),
             )
         except OSError as error:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -370,19 +423,45 @@ class LocalBackend:
         """
         return read_output(_run_of(handle).run_dir / OUTPUTS, path)
 
-    def plan(self, spec: JobSpec, *, project: Path) -> dict[str, JsonValue]:
+    def plan(
+        self,
+        spec: JobSpec,
+        *,
+        project: Path,
+        request: ResourceRequest | None = None,
+        extensions: JobExtensions | None = None,
+    ) -> dict[str, JsonValue]:
         """What :meth:`submit` would run, and what this machine has.
+
+        Args:
+            spec: The job.
+            project: The project root.
+            request: The resources as written, to set beside what this machine has.
+            extensions: The job's dependencies, secrets and retries.
 
         Returns:
             ``interpreter`` and ``command`` (the worker command line, with ``<run_id>`` for the
             run's id), ``provisions`` (a note that nothing is provisioned), ``not_provisioned``
-            (the spec's extras, resources and mounts, which are not), and ``machine`` (CPU
-            count, memory in MiB, and the GPUs ``nvidia-smi`` lists).
+            (the spec's extras, resources and mounts, and with ``extensions`` its dependencies,
+            which are not), and ``machine`` (CPU count, memory in MiB, and the GPUs
+            ``nvidia-smi`` lists). With a ``request``, ``runs_on`` says what the run gets here;
+            with ``extensions``, ``secrets`` says how the named ones reach the tasks and
+            ``retries`` gives the worker's retries file.
+
+        Raises:
+            ConfigError: If the job asks for provider secrets (``secrets.platform``).
         """
         root = project.resolve()
+        run_dir = self.runs / "<run_id>"
         interpreter = default_interpreter(root, self.settings.python)
-        command = worker_command(interpreter, run_dir=self.runs / "<run_id>", project=root)
-        return {
+        table = (
+            extensions.retries.worker_table([task.name for task in spec.tasks])
+            if extensions is not None
+            else {}
+        )
+        retries = run_dir / RETRIES_NAME if table else None
+        command = worker_command(interpreter, run_dir=run_dir, project=root, retries=retries)
+        plan: dict[str, JsonValue] = {
             "backend": NAME,
             "interpreter": list(interpreter),
             "command": list(command),
@@ -391,18 +470,66 @@ class LocalBackend:
                 "current environment; extras, resources and mounts are not provisioned"
             ),
             "not_provisioned": _not_provisioned(spec),
-            "machine": _machine(),
+            "machine": local_machine.machine(),
         }
+        if request is not None:
+            plan["requested"] = str(request.accelerator) if request.accelerator else None
+            plan["runs_on"] = local_machine.runs_on()
+        if extensions is not None:
+            _refuse_platform_secrets(extensions)
+            not_provisioned = plan["not_provisioned"]
+            if extensions.dependencies and isinstance(not_provisioned, dict):
+                not_provisioned["dependencies"] = dump_record(extensions.dependencies)
+                plan["provisions"] = (
+                    f"{plan['provisions']}; dependencies are not installed either"
+                    f" ({extensions.dependencies.summary()})"
+                )
+            if extensions.secrets:
+                plan["secrets"] = {
+                    "names_in_task": list(extensions.secrets.task_names),
+                    "how": "captured from this shell at submit into the worker's environment",
+                }
+            if table:
+                plan["retries"] = {"file": str(retries), "table": dict(table)}
+        return plan
+
+    def accelerators(self) -> list[AcceleratorOffer]:
+        """This machine's GPUs, from ``nvidia-smi``: one offer per kind, the count it has.
+
+        Returns:
+            The offers (none without ``nvidia-smi``); no prices.
+        """
+        return local_machine.offers()
+
+    def check_offer(self, request: ResourceRequest) -> None:
+        """Never refuses: the local backend runs a job on what this machine has, as substrax's.
+
+        Args:
+            request: The run's resources; the plan's ``runs_on`` says what it gets instead.
+        """
+        del request
 
     def _alive(self, run: _Run) -> bool:
         return local_process.is_worker(run.pid, run_id=run.run_id, start_time=run.start_time)
 
 
-def _worker_environment() -> dict[str, str]:
+def _worker_environment(secrets: SecretValues | None = None) -> dict[str, str]:
     env = dict(os.environ)
     # x-tui's own virtual environment is not the project's; the interpreter is chosen explicitly.
     env.pop("VIRTUAL_ENV", None)
+    # The worker's environment is its tasks' base layer; a secret reaches them only this way.
+    env.update(secrets or {})
     return env
+
+
+def _refuse_platform_secrets(extensions: JobExtensions) -> None:
+    platform = extensions.secrets.platform
+    if platform:
+        raise ConfigError(
+            f"secrets.platform = {list(platform)!r}: the local backend has no secret store, so"
+            " a provider's secret cannot reach a run on this machine; list the variables in"
+            " secrets.env to capture them from this shell, or run on modal or skypilot"
+        )
 
 
 def _decode(line: bytes) -> str:
@@ -444,31 +571,3 @@ def _not_provisioned(spec: JobSpec) -> dict[str, JsonValue]:
         "memory_mib": resources.memory_mib,
         "mounts": [mount.name for mount in spec.mounts],
     }
-
-
-def _machine() -> dict[str, JsonValue]:
-    try:
-        memory_mib: int | None = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
-    except (ValueError, OSError, AttributeError):
-        memory_mib = None
-    return {"cpus": os.cpu_count(), "memory_mib": memory_mib, "gpus": list(_gpus())}
-
-
-def _gpus() -> tuple[str, ...]:
-    nvidia_smi = shutil.which("nvidia-smi")
-    if nvidia_smi is None:
-        return ()
-    try:
-        result = subprocess.run(
-            [nvidia_smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
-        return ()
-    if result.returncode != 0:
-        return ()
-    return tuple(line.strip() for line in result.stdout.splitlines() if line.strip())

@@ -142,6 +142,13 @@ def start_app(path: Path, low_bandwidth: bool) -> tuple[subprocess.Popen[bytes],
     return process, master
 
 
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time a live process has used (Linux ``/proc``)."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as stat:
+        fields = stat.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def wait_for_text(seen: Seen, pattern: re.Pattern[bytes], after_ns: int, timeout: float) -> int:
     """The time of the first output chunk after ``after_ns`` that matches, or -1."""
     deadline = time.monotonic() + timeout
@@ -193,6 +200,7 @@ def one_run(rate: int, seconds: float, low_bandwidth: bool) -> dict[str, object]
         keys = threading.Thread(target=press_keys, args=(master, app_seen, stop, answers))
         keys.start()
         begin_bytes, begin = app_seen.total_bytes, time.monotonic()
+        begin_cpu = {"app": cpu_seconds(app.pid), "tail": cpu_seconds(tail.pid)}
         writer = subprocess.run(
             [
                 sys.executable,
@@ -209,6 +217,10 @@ def one_run(rate: int, seconds: float, low_bandwidth: bool) -> dict[str, object]
         del writer
         elapsed = time.monotonic() - begin
         sent = app_seen.total_bytes - begin_bytes
+        cpu = {
+            "app": (cpu_seconds(app.pid) - begin_cpu["app"]) / elapsed,
+            "tail": (cpu_seconds(tail.pid) - begin_cpu["tail"]) / elapsed,
+        }
         time.sleep(1.0)  # let both readers show the last lines
         stop.set()
         keys.join()
@@ -229,6 +241,7 @@ def one_run(rate: int, seconds: float, low_bandwidth: bool) -> dict[str, object]
             "tail_lines": len(tail_seen.first),
             "keys": answers,
             "bytes_per_second": sent / elapsed,
+            "cpu": cpu,
         }
 
 
@@ -277,6 +290,9 @@ def main() -> None:
             print(f"  median latency x-tui / tail -F = {ratio:.1f}")
         print(f"  key press answered: {describe(keys).replace(' lines', ' presses')}")
         print(f"  sent to the terminal: {result['bytes_per_second'] / 1024:.0f} KiB/s")
+        cpu = result["cpu"]
+        assert isinstance(cpu, dict)
+        print(f"  CPU while following: x-tui {cpu['app']:.0%} of a core, tail -F {cpu['tail']:.0%}")
 
 
 if __name__ == "__main__":

@@ -270,7 +270,7 @@ class SubmitScreen(Screen[None]):
                 with self.prevent(Input.Changed):
                     accelerator.value = self._prefilled
         if not self.submitting:
-            self._status(Text("Ready: enter submits (detached; closing x-tui never stops it)"))
+            self._status(Text("Ready: enter submits; the run is detached"))
         preview.update(plan_renderable(plan))
 
     def _status(self, text: Text) -> None:

@@ -345,6 +345,20 @@ async def test_a_truncated_file_is_shown_again_from_scratch(long_log: Path) -> N
 
 
 @asynchronous
+async def test_a_file_rewritten_with_lines_of_the_same_length_shows_the_new_text(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "same.log"
+    write_lines(path, ["old line one", "old line two"])
+    app = LogApp(path)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "old line two" in rows(app), "the old text")
+        write_lines(path, ["new line one", "new line two", "new line 3"])
+        await wait_for(pilot, lambda: "new line 3" in rows(app), "the new text")
+        assert [row for row in rows(app) if row] == ["new line one", "new line two", "new line 3"]
+
+
+@asynchronous
 async def test_wrap_shows_a_long_line_on_several_rows(tmp_path: Path) -> None:
     path = tmp_path / "wide.log"
     write_lines(path, ["short", "w" * 200, "last"])

@@ -138,8 +138,10 @@ class LogLines(ScrollView, can_focus=True):
     @property
     def top_line(self) -> int | None:
         """The line number at the top of the view, or ``None`` when empty."""
-        row = self._layout_rows()[0][0] if self.wrap and self._layout_rows() else self.scroll_y
-        row = int(row)
+        row = int(self.scroll_y)
+        if self.wrap:
+            layout = self._layout_rows()
+            row = layout[0][0] if layout else row
         return self.line_of_row(row) if 0 <= row < self.row_count else None
 
     def reset(self, index: LogIndex | None) -> None:
@@ -151,6 +153,7 @@ class LogLines(ScrollView, can_focus=True):
         self.new_lines = 0
         self.removed = 0
         self._removed_at.clear()
+        self._texts.clear()  # a rewritten file may hold other text at the same offsets
         self.restyle()
         self._widest = 0
         self.update_size()

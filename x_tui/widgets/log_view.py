@@ -203,7 +203,8 @@ class LogView(Widget):
         Returns:
             The view.
         """
-        self.lines_view.focus(scroll_visible)
+        if self.children:
+            self.lines_view.focus(scroll_visible)
         return self
 
     def open(self, path: Path | None) -> None:
@@ -243,7 +244,12 @@ class LogView(Widget):
         index = self._index
         if index is None:
             return
-        change = index.refresh()
+        try:
+            change = index.refresh()
+        except OSError as error:  # the file became unreadable: say so, keep what is shown
+            self._finder.flash = safe_text(f"cannot read the log: {error}", "red")
+            self._update_status()
+            return
         if change.changed:
             self._apply(change)
         elif not index.complete:

@@ -185,10 +185,12 @@ class LocalBackend:
         name: ``"local"``.
         capabilities: Local files, peek, plan, the resource request, x-tui's job extensions
             and this machine's accelerators.
+        unbilled: Why a local run has no cost estimate.
         settings: The validated settings.
     """
 
     name = NAME
+    unbilled = "the local backend runs on this machine, which no provider bills"
     capabilities = frozenset(
         {
             Capability.LOCAL_FILES,

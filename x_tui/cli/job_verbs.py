@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from x_tui.cli.describe import job_lines, job_summary
 from x_tui.cli.output import complain, escaped, print_json, say
+from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
 from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, follow_logs
 from x_tui.compute.operations import (
     Project,
@@ -18,9 +18,11 @@ from x_tui.compute.operations import (
     locate_project,
     open_project,
     plan_run,
+    plan_sweep,
     submit_run,
 )
 from x_tui.compute.records import dump_record
+from x_tui.compute.sweeps import SweepAxis, parse_sweep
 
 
 def project_of(args: argparse.Namespace) -> Project:
@@ -70,12 +72,17 @@ def jobs(args: argparse.Namespace) -> int:
     return EXIT_FAILED if listed.problems else EXIT_OK
 
 
+def _axes(args: argparse.Namespace) -> tuple[SweepAxis, ...]:
+    return tuple(parse_sweep(text) for text in getattr(args, "sweep", []) or [])
+
+
 def _plan(args: argparse.Namespace) -> RunPlan:
     return plan_run(project_of(args), args.job, backend=args.backend, accelerator=args.accelerator)
 
 
 def plan(args: argparse.Namespace) -> int:
-    """``x-tui plan JOB``: the resolved job and the provider request; nothing is submitted.
+    """``x-tui plan JOB [--sweep NAME=V1,V2]``: the resolved job, the provider request and the
+    most the run can cost; nothing is submitted.
 
     Args:
         args: The parsed command line.
@@ -84,31 +91,32 @@ def plan(args: argparse.Namespace) -> int:
         0.
 
     Raises:
-        UserError: If the job, the accelerator, the backend or the configuration is refused.
+        UserError: If the job, the accelerator, the backend, a sweep or the configuration is
+            refused.
     """
-    planned = _plan(args)
-    if args.json:
-        print_json(
-            {
-                "project": str(planned.project),
-                "backend": planned.backend,
-                "settings": dict(planned.settings),
-                "spec": dump_record(planned.spec),
-                "provider_request": (
-                    dict(planned.provider_request) if planned.provider_request is not None else None
-                ),
-            }
+    axes = _axes(args)
+    if axes:
+        swept = plan_sweep(
+            project_of(args),
+            args.job,
+            axes,
+            backend=args.backend,
+            accelerator=args.accelerator,
         )
+        planned, points = swept.base, swept.parameters
+    else:
+        planned, points = _plan(args), ()
+    if args.json:
+        document = plan_json(planned)
+        if axes:
+            document["sweep"] = sweep_json(planned, points)
+        print_json(document)
         return EXIT_OK
-    for line in job_lines(planned.spec):
+    for line in plan_lines(planned):
         say(line)
-    say(f"project      {escaped(str(planned.project))}")
-    say(f"backend      {escaped(planned.backend)}")
-    if planned.provider_request is not None:
-        say("provider request")
-        text = json.dumps(dict(planned.provider_request), indent=2, sort_keys=True)
-        for line in text.splitlines():
-            say(f"  {line}")
+    if axes:
+        for line in sweep_lines(planned, points):
+            say(line)
     say("Nothing was submitted.")
     return EXIT_OK
 
@@ -116,16 +124,28 @@ def plan(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     """``x-tui run JOB``: submit, then (unless ``--detach``) follow, wait and fetch.
 
+    With ``--sweep``, one run per combination of values, under one sweep id; without
+    ``--detach`` every run is followed at once, each line prefixed with its run's values.
+
     Args:
         args: The parsed command line.
 
     Returns:
-        0 when the run succeeded (or was detached), 1 when it did not, 130 when the user
-        stopped following it (the run goes on).
+        0 when the run (every run of a sweep) succeeded or was detached, 1 when one did not, 130
+        when the user stopped following (the runs go on).
 
     Raises:
-        UserError: If the job, the accelerator, the backend or the configuration is refused.
+        UserError: If the job, the accelerator, the backend, a secret, a sweep or the
+            configuration is refused.
     """
+    axes = _axes(args)
+    if axes:
+        from x_tui.cli.sweep_verbs import run_sweep
+
+        swept = plan_sweep(
+            project_of(args), args.job, axes, backend=args.backend, accelerator=args.accelerator
+        )
+        return run_sweep(swept, detach=args.detach, into=args.into)
     handle = submit_run(_plan(args))
     say(f"Submitted {handle.run_id} to {handle.backend}.")
     if args.detach:

@@ -54,6 +54,14 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         metavar="KIND[:COUNT]",
         help="replace the configured accelerator for this run, such as L4 or H100:8",
     )
+    parser.add_argument(
+        "--sweep",
+        metavar="NAME=V1,V2",
+        action="append",
+        default=[],
+        help="one run per value, each with NAME=value in its tasks' environment; repeat for a "
+        "grid of every combination (the runs share one sweep id)",
+    )
 
 
 def build_parser() -> Parser:
@@ -94,19 +102,42 @@ def build_parser() -> Parser:
     run.add_argument("--into", metavar="DIR", help="fetch the outputs here (default: state dir)")
 
     status = verb("status", "Print the state of one run, or of every stored run.")
-    status.add_argument("run_id", metavar="RUN_ID", nargs="?", help="the run (default: all)")
+    status.add_argument(
+        "run_id", metavar="RUN_ID", nargs="?", help="the run, or a sweep id (default: all)"
+    )
+    status.add_argument("--sweep", metavar="SWEEP_ID", help="only the runs of this sweep")
     _json_option(status)
 
     logs = verb("logs", "Print a run's log lines.")
     logs.add_argument("run_id", metavar="RUN_ID")
-    logs.add_argument("--follow", action="store_true", help="keep printing until the run ends")
+    how = logs.add_mutually_exclusive_group()
+    how.add_argument("--follow", action="store_true", help="keep printing until the run ends")
+    how.add_argument(
+        "--attempts",
+        action="store_true",
+        help="each attempt of every retried task, under a header: how it ended, then its "
+        "stdout and stderr",
+    )
 
     fetch = verb("fetch", "Copy a run's outputs to DIR/RUN_ID.")
     fetch.add_argument("run_id", metavar="RUN_ID")
     fetch.add_argument("--into", metavar="DIR", help="where to copy (default: state dir)")
 
-    cancel = verb("cancel", "Stop a run; a run that already ended is left as it is.")
-    cancel.add_argument("run_id", metavar="RUN_ID")
+    cancel = verb(
+        "cancel", "Stop a run, or every run of a sweep; a run that already ended is left as it is."
+    )
+    cancel.add_argument("run_id", metavar="RUN_ID|SWEEP_ID")
+
+    backends = verb(
+        "backends", "List the registered backends; with --accelerators, what each one offers."
+    )
+    backends.add_argument(
+        "--accelerators",
+        action="store_true",
+        help="the accelerator kinds, counts per node and hourly prices each backend offers",
+    )
+    backends.add_argument("--backend", metavar="NAME", help="only this backend")
+    _json_option(backends)
 
     verb("demo", "Open the terminal UI on a bundled demo project.")
     return parser

@@ -15,9 +15,10 @@ from x_tui.cli.describe import age_text
 from x_tui.cli.output import complain, error_message, escaped, log_writer, print_json, say
 from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.errors import UserError
-from x_tui.compute.operations import backend_for, fetch_root
+from x_tui.compute.operations import backend_for, fetch_root, list_sweeps, load_sweep, sweep_of
 from x_tui.compute.records import JsonValue, format_datetime
 from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.sweeps import Sweep, is_sweep_id, parameters_text
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -51,7 +52,9 @@ def follow_logs(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> 
     return None
 
 
-def _run_json(handle: RunHandle, state: RunState | None) -> dict[str, JsonValue]:
+def _run_json(
+    handle: RunHandle, state: RunState | None, sweep: Sweep | None = None
+) -> dict[str, JsonValue]:
     return {
         "run_id": handle.run_id,
         "backend": handle.backend,
@@ -59,6 +62,22 @@ def _run_json(handle: RunHandle, state: RunState | None) -> dict[str, JsonValue]
         "state": state.value if state is not None else None,
         "project": handle.project,
         "submitted_at": format_datetime(handle.submitted_at),
+        "sweep_id": sweep.sweep_id if sweep is not None else None,
+        "parameters": (
+            dict(sweep.parameters_of(handle.run_id) or {}) if sweep is not None else None
+        ),
+    }
+
+
+def _sweep_json(sweep: Sweep) -> dict[str, JsonValue]:
+    return {
+        "sweep_id": sweep.sweep_id,
+        "job": sweep.job,
+        "backend": sweep.backend,
+        "project": sweep.project,
+        "created_at": format_datetime(sweep.created_at),
+        "axes": {axis.name: list(axis.values) for axis in sweep.axes},
+        "runs": list(sweep.run_ids),
     }
 
 
@@ -67,10 +86,39 @@ def _line(handle: RunHandle, state: str, *, now: dt.datetime | None) -> str:
     return line if now is None else f"{line}  {age_text(handle.submitted_at, now)}"
 
 
-def status(args: argparse.Namespace) -> int:
-    """``x-tui status [RUN_ID] [--json]``: ``<run_id>  <backend>  <job>  <state>`` per run.
+def _states(handles: list[RunHandle]) -> tuple[dict[str, RunState | None], bool]:
+    """Every run's state, asking each backend (rebuilt once per settings); whether one failed."""
+    states: dict[str, RunState | None] = {}
+    backends: dict[str, ComputeBackend] = {}
+    failed = False
+    for handle in handles:
+        answer: RunState | None = None
+        try:
+            key = f"{handle.backend}\0{sorted(handle.settings.items())!r}"
+            if key not in backends:
+                backends[key] = backend_for(handle)
+            answer = backends[key].status(handle)
+        except (UserError, ValueError, LookupError, OSError) as error:
+            complain(f"{handle.run_id}: state unknown: {error_message(error)}")
+            failed = True
+        states[handle.run_id] = answer
+    return states, failed
 
-    On a terminal a fifth column says how long ago each run was submitted.
+
+def _counts(states: list[RunState | None]) -> str:
+    names = [state.value if state is not None else "unknown" for state in states]
+    return ", ".join(f"{names.count(name)} {name}" for name in dict.fromkeys(names))
+
+
+def status(args: argparse.Namespace) -> int:
+    """``x-tui status [RUN_ID|SWEEP_ID] [--sweep SWEEP_ID] [--json]``: the runs' states.
+
+    One line per run, ``<run_id>  <backend>  <job>  <state>``; on a terminal a fifth column says
+    how long ago each run was submitted. The runs of a sweep are listed together under a
+    ``sweep <sweep_id>  <job>  <n> runs: <counts>`` line, indented, each followed by its values.
+    ``--sweep`` (or a sweep id in place of the run id) lists one sweep's runs only. The JSON
+    document has ``runs`` (each with its ``sweep_id`` and ``parameters``, or nulls), ``sweeps``
+    and ``unreadable``.
 
     Args:
         args: The parsed command line.
@@ -80,48 +128,82 @@ def status(args: argparse.Namespace) -> int:
         run is still listed, and each problem named on stderr).
 
     Raises:
-        UserError: If the one run asked for has no readable handle, or its backend cannot be
-            rebuilt or answer.
+        UserError: If the one run (or sweep) asked for has no readable record, or the run's
+            backend cannot be rebuilt or answer.
     """
     store = RunStore()
     now = dt.datetime.now(dt.UTC) if sys.stdout.isatty() and not args.json else None
-    if args.run_id is not None:
+    wanted = args.sweep
+    if args.run_id is not None and is_sweep_id(args.run_id):
+        wanted = args.run_id
+    elif args.run_id is not None:
         handle = store.load(args.run_id)
         state = backend_for(handle).status(handle)
         if args.json:
-            print_json(_run_json(handle, state))
+            print_json(_run_json(handle, state, sweep_of(handle.run_id)))
         else:
             say(_line(handle, state.value, now=now))
         return EXIT_OK
     stored = store.read_all()
-    code = EXIT_OK
-    runs: list[dict[str, JsonValue]] = []
-    backends: dict[str, ComputeBackend] = {}
-    for handle in stored.handles:
-        answer: RunState | None = None
-        try:
-            key = f"{handle.backend}\0{sorted(handle.settings.items())!r}"
-            if key not in backends:
-                backends[key] = backend_for(handle)
-            answer = backends[key].status(handle)
-        except (UserError, ValueError, LookupError, OSError) as error:
-            complain(f"{handle.run_id}: state unknown: {error_message(error)}")
-            code = EXIT_FAILED
+    recorded = list_sweeps()
+    handles = list(stored.handles)
+    sweeps = list(recorded.sweeps)
+    if wanted is not None:
+        chosen = load_sweep(wanted)
+        handles = [handle for handle in handles if handle.run_id in chosen.run_ids]
+        sweeps = [chosen]
+    states, failed = _states(handles)
+    code = EXIT_FAILED if failed else EXIT_OK
+    by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
+    if args.json:
+        runs = [_run_json(h, states[h.run_id], by_run.get(h.run_id)) for h in handles]
+    shown: set[str] = set()
+    for handle in handles:
+        sweep = by_run.get(handle.run_id)
         if args.json:
-            runs.append(_run_json(handle, answer))
-        else:
-            say(_line(handle, answer.value if answer else "unknown", now=now))
-    for path, reason in stored.unreadable.items():
+            break
+        if sweep is None:
+            say(_line(handle, _state_text(states[handle.run_id]), now=now))
+            continue
+        if sweep.sweep_id in shown:
+            continue
+        shown.add(sweep.sweep_id)
+        members = [h for h in handles if by_run.get(h.run_id) is sweep]
+        members.sort(key=lambda h: sweep.run_ids.index(h.run_id))
+        counts = _counts([states[h.run_id] for h in members])
+        say(f"sweep {sweep.sweep_id}  {sweep.job}  {len(members)} runs: {counts}")
+        for member in members:
+            values = parameters_text(sweep.parameters_of(member.run_id) or {})
+            line = _line(member, _state_text(states[member.run_id]), now=now)
+            say(f"  {line}  {escaped(values)}")
+    unreadable = {**stored.unreadable, **(recorded.unreadable if wanted is None else {})}
+    for path, reason in unreadable.items():
         complain(f"{path}: {reason}")
         code = EXIT_FAILED
     if args.json:
-        unreadable = [{"path": str(path), "reason": why} for path, why in stored.unreadable.items()]
-        print_json({"runs": runs, "unreadable": unreadable})
+        print_json(
+            {
+                "runs": runs,
+                "sweeps": [_sweep_json(sweep) for sweep in sweeps],
+                "unreadable": [
+                    {"path": str(path), "reason": why} for path, why in unreadable.items()
+                ],
+            }
+        )
     return code
 
 
+def _state_text(state: RunState | None) -> str:
+    return state.value if state is not None else "unknown"
+
+
 def logs(args: argparse.Namespace) -> int:
-    """``x-tui logs RUN_ID [--follow]``: the run's log lines.
+    """``x-tui logs RUN_ID [--follow | --attempts]``: the run's log lines.
+
+    The log holds every attempt of a retried task, each new one after an
+    ``x-tui: attempt N of M`` line. ``--attempts`` prints each attempt of every retried task
+    under a header of its own (how it ended), then its stdout and stderr, from the run's
+    ``attempts.json`` and kept logs.
 
     Args:
         args: The parsed command line.
@@ -130,10 +212,21 @@ def logs(args: argparse.Namespace) -> int:
         0, or 130 when the user stopped following (the run goes on).
 
     Raises:
-        UserError: If the run has no readable handle or its backend cannot be rebuilt.
+        UserError: If the run has no readable handle or its backend cannot be rebuilt, or (with
+            ``--attempts``) its outputs cannot be read from here.
     """
     handle = RunStore().load(args.run_id)
-    stopped = follow_logs(backend_for(handle), handle, follow=args.follow)
+    backend = backend_for(handle)
+    if getattr(args, "attempts", False):
+        from x_tui.cli.attempt_logs import print_attempts
+
+        if not print_attempts(backend, handle):
+            complain(
+                f"{handle.run_id}: no task was retried (it has no attempts.json); its log is"
+                f" x-tui logs {handle.run_id}"
+            )
+        return EXIT_OK
+    stopped = follow_logs(backend, handle, follow=args.follow)
     return EXIT_OK if stopped is None else stopped
 
 
@@ -156,18 +249,38 @@ def fetch(args: argparse.Namespace) -> int:
 
 
 def cancel(args: argparse.Namespace) -> int:
-    """``x-tui cancel RUN_ID``: stop the run; one that already ended is left as it is.
+    """``x-tui cancel RUN_ID|SWEEP_ID``: stop the run, or every run of the sweep.
+
+    A run that already ended is left as it is.
 
     Args:
         args: The parsed command line.
 
     Returns:
-        0; 1 when a step of the cancellation failed (each failure named on stderr).
+        0; 1 when a step of a cancellation failed (each failure named on stderr).
 
     Raises:
-        UserError: If the run has no readable handle or its backend cannot be rebuilt.
+        UserError: If the run (or sweep) has no readable record or the run's backend cannot be
+            rebuilt.
     """
-    handle = RunStore().load(args.run_id)
+    store = RunStore()
+    if not is_sweep_id(args.run_id):
+        return _cancel_one(store.load(args.run_id))
+    sweep = load_sweep(args.run_id)
+    code = EXIT_OK
+    for run_id in sweep.run_ids:
+        try:
+            code = max(code, _cancel_one(store.load(run_id)))
+        except (UserError, ValueError, LookupError, OSError) as error:
+            complain(f"cancel {run_id}: {error_message(error)}")
+            code = EXIT_FAILED
+    count = len(sweep.run_ids)
+    done = "Cancelled" if code == EXIT_OK else "Tried to cancel"
+    say(f"{done} sweep {sweep.sweep_id} ({count} run{'' if count == 1 else 's'}).")
+    return code
+
+
+def _cancel_one(handle: RunHandle) -> int:
     backend = backend_for(handle)
     before = backend.status(handle)
     if before.is_final:

@@ -157,6 +157,10 @@ def _money(value: float) -> str:
     return f"${value:,.4f}" if value < 1 else f"${value:,.2f}"
 
 
+def _rate(value: float) -> str:
+    return f"${value:,.4f}/h"
+
+
 def _choice_cost(
     choice: AcceleratorChoice, offers: Sequence[AcceleratorOffer], hours: float
 ) -> tuple[float | None, str]:
@@ -166,7 +170,7 @@ def _choice_cost(
     cost = offer.hourly_usd * choice.count * hours
     nodes = f" on {choice.nodes} nodes" if choice.nodes > 1 else ""
     return cost, (
-        f"{choice.kind} x {choice.count}{nodes} at {_money(offer.hourly_usd)}/h"
+        f"{choice.kind} x {choice.count}{nodes} at {_rate(offer.hourly_usd)}"
         f" for {hours:g} h = {_money(cost)}"
     )
 
@@ -218,13 +222,13 @@ def estimate_cost(
     if request.cpu is not None and cpu_core_hour_usd is not None:
         cores = request.cpu.per_node * nodes
         cost = cores * cpu_core_hour_usd * hours
-        lines.append(f"{cores:g} CPU cores at {_money(cpu_core_hour_usd)}/h = {_money(cost)}")
+        lines.append(f"{cores:g} CPU cores at {_rate(cpu_core_hour_usd)} = {_money(cost)}")
         total += cost
         priced = True
     if request.memory_mib is not None and memory_gib_hour_usd is not None:
         gib = request.memory_mib / 1024 * nodes
         cost = gib * memory_gib_hour_usd * hours
-        lines.append(f"{gib:g} GiB of memory at {_money(memory_gib_hour_usd)}/h = {_money(cost)}")
+        lines.append(f"{gib:g} GiB of memory at {_rate(memory_gib_hour_usd)} = {_money(cost)}")
         total += cost
         priced = True
     if not priced:

@@ -26,6 +26,7 @@ from pathlib import Path
 
 from x_tui.compute.errors import ConfigError
 from x_tui.compute.records import JsonValue, write_atomic
+from x_tui.compute.spec import check_name
 
 KEY = "retries"
 """The job table's key."""
@@ -159,3 +160,68 @@ def write_retries_file(run_dir: Path, table: Mapping[str, int]) -> Path | None:
     path = run_dir / RETRIES_NAME
     write_atomic(path, json.dumps(dict(table), indent=2) + "\n")
     return path
+
+
+ATTEMPTS_NAME = "attempts.json"
+"""The worker's record of every attempt, at the top of a run's outputs (when retries were asked)."""
+
+ATTEMPTS_DIR = "attempts"
+"""Where an earlier attempt's logs are kept: ``<outputs>/attempts/<task>/<n>/``."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class AttemptEntry:
+    """One attempt of a task, as the worker recorded it in ``attempts.json``.
+
+    Attributes:
+        task: The task's name.
+        attempt: Which attempt, from 1.
+        status: How it ended (``succeeded``, ``failed``, ``timed-out``).
+        returncode: Its exit code, or ``None`` when it never ran.
+        seconds: How long it took.
+    """
+
+    task: str
+    attempt: int
+    status: str
+    returncode: int | None = None
+    seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        """Check the task's name (it names a directory) and the attempt's number.
+
+        Raises:
+            ValueError: If the name is not one path component, or the number is below 1.
+        """
+        check_name("task", self.task)
+        if self.attempt < 1:
+            raise ValueError(f"attempt must be at least 1, not {self.attempt}")
+
+
+def parse_attempts(text: str | bytes, *, where: str = ATTEMPTS_NAME) -> tuple[AttemptEntry, ...]:
+    """Read the worker's ``attempts.json``.
+
+    Args:
+        text: The file's content.
+        where: The file, for messages.
+
+    Returns:
+        Every attempt, grouped by task in the order the tasks first appear, oldest first.
+
+    Raises:
+        RecordError: If it is not JSON, or not an array of attempts; the message says where.
+    """
+    from x_tui.compute.records import RecordError, read_record
+
+    try:
+        data = json.loads(text)
+    except ValueError as error:
+        raise RecordError(f"{where}: not JSON ({error})") from None
+    if not isinstance(data, list):
+        raise RecordError(f"{where}: expected an array of attempts, got {type(data).__name__}")
+    entries = [
+        read_record(AttemptEntry, item, where=f"{where}[{index}]")
+        for index, item in enumerate(data)
+    ]
+    order = list(dict.fromkeys(entry.task for entry in entries))
+    return tuple(sorted(entries, key=lambda entry: (order.index(entry.task), entry.attempt)))

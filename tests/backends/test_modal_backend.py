@@ -78,6 +78,7 @@ def test_submit_builds_the_planned_image_and_a_serialized_function(
     backend: ModalBackend, project: Path, fake: FakeModal
 ) -> None:
     """The layers built are the plan's, in order; the function is serialized and by value."""
+    fake.volume("ds").mkdir(parents=True)
     spec = _spec(
         "writes", mounts=(Mount(name="datasets", path="/data", access=MountAccess.READ_ONLY),)
     )
@@ -409,15 +410,16 @@ def test_a_submit_given_up_on_leaves_nothing_running(
     backend.submit_seconds = 0.2
     with pytest.raises(ProviderError, match="while building the image and submitting the run"):
         backend.submit(_spec("sleeps"), project=project)
-    calls = fake.root / "calls"
-    for _ in range(300):
+    calls, apps = fake.root / "calls", fake.root / "apps"
+    for _ in range(600):
         results = list(calls.glob("*.result")) if calls.exists() else []
-        if results:
+        stopped = list(apps.glob("*.stopped")) if apps.exists() else []
+        if results and stopped:
             break
         time.sleep(0.1)
     (result,) = results
     assert json.loads(result.read_text()) == {"ok": False, "kind": "cancelled"}
-    assert len(list((fake.root / "apps").glob("*.stopped"))) == 1
+    assert len(stopped) == 1
 
 
 def test_status_and_logs_of_an_unreachable_service_end_within_their_deadlines(
@@ -435,3 +437,16 @@ def test_status_and_logs_of_an_unreachable_service_end_within_their_deadlines(
         backend.peek(running, MANIFEST_NAME)
     monkeypatch.delenv("FAKE_MODAL_UNREACHABLE")  # reachable again, to cancel the run
     backend.rpc_seconds = 30.0
+
+
+def test_a_read_only_mount_of_a_missing_volume_is_refused_not_created(
+    backend: ModalBackend, project: Path, fake: FakeModal
+) -> None:
+    """A misspelled dataset Volume fails the submit; the writable outputs Volume is created."""
+    spec = _spec(
+        "writes", mounts=(Mount(name="datasets", path="/data", access=MountAccess.READ_ONLY),)
+    )
+    with pytest.raises(ProviderError, match="Volume 'ds' not found"):
+        backend.submit(spec, project=project)
+    assert not fake.volume("ds").exists()
+    assert fake.volume("runs").is_dir()

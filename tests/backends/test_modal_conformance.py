@@ -138,6 +138,7 @@ def test_the_real_modal_is_the_pinned_release(real: dict[str, Any]) -> None:
 def _cycle(fake: FakeModal, tmp_path: Path) -> None:
     """Use every backend operation, so the fake records every SDK call the backend makes."""
     project = make_project(tmp_path / "project", SCRIPTS)
+    fake.volume("ds").mkdir(parents=True)
     state = tmp_path / "state"
     backend = ModalBackend(
         {

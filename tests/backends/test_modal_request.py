@@ -225,10 +225,10 @@ def test_mounts_map_to_their_volumes_and_read_only_is_kept(project: Path) -> Non
     )
     settings = ModalSettings(outputs_volume="runs", volumes={"datasets": "ds", "scratch": "tmp"})
     volumes = _request(project, spec, settings=settings).volumes
-    assert [(v.path, v.volume, v.read_only, v.mount) for v in volumes] == [
-        ("/outputs", "runs", False, None),
-        ("/data", "ds", True, "datasets"),
-        ("/scratch", "tmp", False, "scratch"),
+    assert [(v.path, v.volume, v.read_only, v.mount, v.create_if_missing) for v in volumes] == [
+        ("/outputs", "runs", False, None, True),
+        ("/data", "ds", True, "datasets", False),
+        ("/scratch", "tmp", False, "scratch", True),
     ]
 
 

@@ -171,23 +171,33 @@ class ModalBackend:
             "volume": self.settings.outputs_volume,
             "environment": planned.environment,
         }
+        lock = threading.Lock()
+        spawned: dict[str, tuple[str, str]] = {}
         abandoned = threading.Event()
 
         def spawn() -> tuple[str, str]:
             with app.run(detach=True, environment_name=planned.environment):
                 call = function.spawn(**arguments)
-            if abandoned.is_set():  # the caller gave up: leave nothing running unseen
-                call.cancel(terminate_containers=True)
-                app.stop()
-            return str(app.app_id or ""), str(call.object_id)
+            ids = (str(app.app_id or ""), str(call.object_id))
+            with lock:
+                if abandoned.is_set():  # the caller gave up: leave nothing running unseen
+                    call.cancel(terminate_containers=True)
+                    app.stop()
+                else:
+                    spawned["ids"] = ids
+            return ids
 
         try:
             app_id, call_id = self._ask(
                 spawn, "building the image and submitting the run", seconds=self.submit_seconds
             )
         except ProviderError:
-            abandoned.set()
-            raise
+            with lock:
+                abandoned.set()
+                late = spawned.get("ids")  # spawned just as the deadline passed: keep it
+            if late is None:
+                raise
+            app_id, call_id = late
         return run.handle(NAME, {"app_id": app_id, "call_id": call_id})
 
     def _ask(self, call: Any, what: str, *, seconds: float | None = None) -> Any:

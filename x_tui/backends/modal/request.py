@@ -93,6 +93,9 @@ class ImageStep:
 class VolumeMount:
     """A Modal Volume mounted in the function's container.
 
+    A writable Volume is created when missing; a read-only one is not (an empty dataset Volume
+    made up on the spot would only hide a misspelled name), so Modal refuses the run instead.
+
     Attributes:
         path: Where it is mounted.
         volume: The Volume's name.
@@ -105,13 +108,18 @@ class VolumeMount:
     read_only: bool
     mount: str | None
 
+    @property
+    def create_if_missing(self) -> bool:
+        """Whether the Volume is created when it does not exist: only a writable one is."""
+        return not self.read_only
+
     def to_json(self) -> dict[str, JsonValue]:
         """The mount as the plan shows it."""
         return {
             "volume": self.volume,
             "read_only": self.read_only,
             "mount": self.mount,
-            "create_if_missing": True,
+            "create_if_missing": self.create_if_missing,
         }
 
 

@@ -66,9 +66,9 @@ def build_image(modal: ModuleType, request: ModalRequest) -> Any:
 
 
 def volume(modal: ModuleType, mount: VolumeMount, environment: str | None) -> Any:
-    """A mount's Volume, created when missing, read-only when the job's mount is."""
+    """A mount's Volume, read-only when the job's mount is (and then never created)."""
     found = modal.Volume.from_name(
-        mount.volume, environment_name=environment, create_if_missing=True
+        mount.volume, environment_name=environment, create_if_missing=mount.create_if_missing
     )
     return found.read_only() if mount.read_only else found
 

@@ -86,10 +86,10 @@ async def submitted(project: Path, job: str) -> RunHandle:
 
 
 @pytest.fixture
-def leftovers() -> Iterator[None]:
+def leftovers(state_dir: Path) -> Iterator[None]:
     """Cancel every run still going once the test is over, so no sleeper outlives it."""
     yield
-    for handle in RunStore().read_all().handles:
+    for handle in RunStore(state_dir / "compute" / "runs").read_all().handles:
         try:
             backend = operations.backend_for(handle)
             if not backend.status(handle).is_final:

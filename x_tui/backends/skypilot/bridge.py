@@ -155,7 +155,7 @@ class Bridge:
         return self._interpreter
 
     def _start(
-        self, op: str, args: Mapping[str, JsonValue], *, session: bool
+        self, op: str, args: Mapping[str, JsonValue], *, session: bool, send: bool = True
     ) -> subprocess.Popen[str]:
         command = [*self.interpreter(), "-I", str(SCRIPT)]
         try:
@@ -174,9 +174,10 @@ class Bridge:
                 f"SkyPilot's interpreter {command[0]} cannot start ({error.strerror or error}); "
                 + install_hint(self._cloud)
             ) from None
-        assert process.stdin is not None
-        process.stdin.write(json.dumps({"op": op, "args": dict(args)}) + "\n")
-        process.stdin.flush()
+        if send:
+            assert process.stdin is not None
+            process.stdin.write(_request(op, args))
+            process.stdin.flush()
         return process
 
     def call(
@@ -199,11 +200,9 @@ class Bridge:
             ProviderError: If SkyPilot failed or did not answer in time.
         """
         limit = self.call_seconds if seconds is None else seconds
-        process = self._start(op, args, session=False)
-        assert process.stdin is not None
-        process.stdin.close()
+        process = self._start(op, args, session=False, send=False)
         try:
-            stdout, stderr = process.communicate(timeout=limit)
+            stdout, stderr = process.communicate(_request(op, args), timeout=limit)
         except subprocess.TimeoutExpired:
             process.kill()
             process.communicate()
@@ -309,6 +308,10 @@ class Bridge:
         if not isinstance(value, Mapping) or not isinstance(value.get("request_id"), str):
             raise ProviderError(f"SkyPilot's bridge answered {value!r} while {what}")
         return str(value["request_id"])
+
+
+def _request(op: str, args: Mapping[str, JsonValue]) -> str:
+    return json.dumps({"op": op, "args": dict(args)}) + "\n"
 
 
 def _drain(stream: IO[str] | None) -> list[str]:

@@ -175,6 +175,8 @@ class CopyTransport:
         options = [
             "bwrap --die-with-parent --ro-bind / / --dev-bind /dev /dev --bind /proc /proc",
             '--tmpfs /tmp --bind "$OUTPUTS" "$OUTPUTS"',
+            # The environment was synced in setup; uv only locks its (read-only) cache in here.
+            "--setenv UV_CACHE_DIR /tmp/uv-cache",
         ]
         if self.settings.network_isolation:
             options.append("--unshare-net")

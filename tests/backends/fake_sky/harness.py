@@ -1,0 +1,331 @@
+"""Test harness for the skypilot backend: the fake SkyPilot's tool environment, a locked project,
+a real ``sshd`` on 127.0.0.1 and a real S3-compatible server (moto) on 127.0.0.1.
+
+The fake ``sky`` package is installed the way ``uv tool install skypilot`` installs the real one:
+a virtual environment of its own whose ``bin/sky`` script has that environment's ``python`` as its
+``#!`` line, linked from a ``bin`` directory elsewhere (as ``~/.local/bin/sky``). Its ``python``
+is a link to the base interpreter, so the backend finds SkyPilot's interpreter only if it resolves
+the ``sky`` link and not the ``python`` one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+FAKE_SKY_DIR = Path(__file__).resolve().parent
+"""This directory, which holds the fake ``sky`` package."""
+
+LOCKED_PYPROJECT = """\
+[project]
+name = "sky-demo"
+version = "0.1.0"
+requires-python = ">=3.10"
+dependencies = []
+
+[tool.uv]
+package = false
+"""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SkyTool:
+    """The fake SkyPilot's tool environment.
+
+    Attributes:
+        venv: The environment.
+        link: The ``sky`` link on a ``bin`` directory, as ``uv tool`` makes it.
+    """
+
+    venv: Path
+    link: Path
+
+    @property
+    def python(self) -> Path:
+        """The environment's ``python`` (a link to the base interpreter)."""
+        return self.venv / "bin" / "python"
+
+
+def make_sky_tool(root: Path) -> SkyTool:
+    """Make the fake SkyPilot's tool environment under ``root``."""
+    venv = root / "tools" / "skypilot"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    purelib = sysconfig.get_path(
+        "purelib", vars={"base": str(venv), "platbase": str(venv)}, scheme="venv"
+    )
+    Path(purelib).mkdir(parents=True, exist_ok=True)
+    (Path(purelib) / "fake_sky.pth").write_text(str(FAKE_SKY_DIR) + "\n", encoding="utf-8")
+    script = venv / "bin" / "sky"
+    body = (FAKE_SKY_DIR / "bin" / "sky").read_text(encoding="utf-8").split("\n", 1)[1]
+    script.write_text(f"#!{venv / 'bin' / 'python'}\n{body}", encoding="utf-8")
+    script.chmod(0o755)
+    bin_dir = root / "bin"
+    bin_dir.mkdir()
+    link = bin_dir / "sky"
+    link.symlink_to(script)
+    return SkyTool(venv=venv, link=link)
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class FakeSky:
+    """One test's fake SkyPilot: its state directory and the switches a test flips.
+
+    Attributes:
+        tool: The tool environment.
+        root: ``$FAKE_SKY_ROOT``.
+    """
+
+    tool: SkyTool
+    root: Path
+
+    def launches(self) -> list[str]:
+        """Each cluster the fake ever provisioned, in order."""
+        path = self.root / "launches.log"
+        return path.read_text().split("\n")[:-1] if path.exists() else []
+
+    def clusters(self) -> list[str]:
+        """The clusters that exist now."""
+        return sorted(path.parent.name for path in self.root.glob("clusters/*/cluster.json"))
+
+    def hold(self, switch: str) -> None:
+        """Hold the fake at ``hold-launch`` or ``hold-request-id`` until :meth:`release`."""
+        (self.root / switch).touch()
+
+    def release(self, switch: str) -> None:
+        """Let the fake go on past ``switch``."""
+        (self.root / switch).unlink(missing_ok=True)
+
+    def enable_clouds(self, *clouds: str) -> None:
+        """The clouds the fake says are enabled (none: ``sky check`` finds no cloud)."""
+        (self.root / "clouds.json").write_text(json.dumps(list(clouds)))
+
+    def requests(self, name: str) -> list[dict[str, object]]:
+        """The fake API server's requests of one kind."""
+        found = []
+        for path in sorted((self.root / "requests").glob("*.json")):
+            data = json.loads(path.read_text())
+            if data.get("name") == name:
+                found.append(data)
+        return found
+
+    def cleanup(self) -> None:
+        """End every process the fake started."""
+        subprocess.run(
+            [str(self.tool.python), "-m", "sky._fake.server", "cleanup"],
+            env={**os.environ, "FAKE_SKY_ROOT": str(self.root)},
+            check=False,
+            capture_output=True,
+        )
+
+
+def install_fake_sky(
+    tool: SkyTool, root: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeSky]:
+    """Point the environment at a fresh fake SkyPilot; end its processes afterwards."""
+    root.mkdir(parents=True, exist_ok=True)
+    monkeypatch.setenv("FAKE_SKY_ROOT", str(root))
+    fake = FakeSky(tool=tool, root=root)
+    try:
+        yield fake
+    finally:
+        fake.cleanup()
+
+
+def outside_tmp_dir(request: pytest.FixtureRequest, name: str) -> Iterator[Path]:
+    """A fresh directory under pytest's cache directory (not /tmp), removed afterwards."""
+    base = Path(request.config.cache.mkdir("x-tui-fake-clusters"))
+    path = base / f"{name}-{secrets.token_hex(3)}"
+    path.mkdir(parents=True)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def make_locked_project(root: Path, scripts: dict[str, str]) -> Path:
+    """A project with ``uv.lock`` (no dependencies) and ``scripts/<name>.py`` for each script."""
+    (root / "scripts").mkdir(parents=True)
+    (root / "pyproject.toml").write_text(LOCKED_PYPROJECT, encoding="utf-8")
+    for name, text in scripts.items():
+        (root / "scripts" / f"{name}.py").write_text(text, encoding="utf-8")
+    subprocess.run(["uv", "lock", "--offline", "-q"], cwd=root, check=True)
+    return root
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on at the moment."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    for _ in range(300):
+        if process.poll() is not None:
+            raise RuntimeError(f"{what} exited with {process.returncode}")
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            return
+        time.sleep(0.05)
+    raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port}")
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class SshServer:
+    """A real ``sshd`` on 127.0.0.1 that lets in one key made for the tests.
+
+    Attributes:
+        port: Its port.
+        user: The user it lets in (this one).
+        key: The private key.
+    """
+
+    port: int
+    user: str
+    key: Path
+
+    def configure(self, fake: FakeSky) -> None:
+        """Have the fake write an SSH configuration for each cluster, reaching this server."""
+        settings = {"port": self.port, "user": self.user, "key": str(self.key)}
+        (fake.root / "ssh.json").write_text(json.dumps(settings))
+
+
+def ssh_missing() -> str | None:
+    """Why the copy transport cannot be tested here, or ``None``."""
+    for tool in ("ssh", "ssh-keygen", "rsync", "bwrap"):
+        if shutil.which(tool) is None:
+            return f"{tool} is not installed (CI installs openssh-server, rsync and bubblewrap)"
+    if shutil.which("sshd") is None and not Path("/usr/sbin/sshd").exists():
+        return "sshd is not installed (CI installs openssh-server)"
+    probe = subprocess.run(
+        ["bwrap", "--ro-bind", "/", "/", "true"], capture_output=True, check=False
+    )
+    if probe.returncode != 0:
+        return "bubblewrap cannot make a sandbox here: " + probe.stderr.decode(errors="replace")
+    return None
+
+
+def start_sshd(root: Path) -> Iterator[SshServer]:
+    """Start ``sshd`` on a free port of 127.0.0.1 with a fresh host key and client key."""
+    root.mkdir(parents=True, exist_ok=True)
+    for name in ("host_key", "client_key"):
+        subprocess.run(
+            ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(root / name)], check=True
+        )
+    shutil.copy(root / "client_key.pub", root / "authorized_keys")
+    (root / "authorized_keys").chmod(0o600)
+    port = free_port()
+    user = (
+        os.environ.get("USER")
+        or subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout.strip()
+    )
+    config = root / "sshd_config"
+    config.write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {root / 'host_key'}\n"
+        f"PidFile {root / 'sshd.pid'}\nAuthorizedKeysFile {root / 'authorized_keys'}\n"
+        "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
+        "PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
+        f"AcceptEnv FAKE_SKY_HOME\nForceCommand {FAKE_SKY_DIR / 'bin' / 'cluster-shell'}\n"
+        "LogLevel ERROR\n",
+        encoding="utf-8",
+    )
+    if os.geteuid() == 0:
+        Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
+    sshd = shutil.which("sshd") or "/usr/sbin/sshd"
+    process = subprocess.Popen(
+        [sshd, "-D", "-e", "-f", str(config)],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=(root / "sshd.log").open("wb"),
+        start_new_session=True,
+    )
+    try:
+        _wait_for_port(port, process, "sshd")
+        yield SshServer(port=port, user=user, key=root / "client_key")
+    finally:
+        _stop(process)
+
+
+def s3_missing() -> str | None:
+    """Why the bucket transport cannot be tested here, or ``None``."""
+    if shutil.which("aws") is None:
+        return "the aws CLI is not installed (CI: pip install awscli)"
+    if shutil.which("moto_server") is None:
+        return "moto's server is not installed (CI: pip install 'moto[server]')"
+    return None
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class S3Server:
+    """moto's S3-compatible server on 127.0.0.1.
+
+    Attributes:
+        endpoint: Its URL.
+        environment: The variables that point the aws CLI at it.
+    """
+
+    endpoint: str
+    environment: dict[str, str]
+
+    def make_bucket(self, name: str) -> str:
+        """Create a bucket; its ``s3://`` URI."""
+        subprocess.run(
+            ["aws", "s3", "mb", f"s3://{name}"],
+            env={**os.environ, **self.environment},
+            check=True,
+            capture_output=True,
+        )
+        return f"s3://{name}"
+
+
+def start_moto(root: Path) -> Iterator[S3Server]:
+    """Start moto's server on a free port of 127.0.0.1; stop it afterwards."""
+    root.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    process = subprocess.Popen(
+        ["moto_server", "-H", "127.0.0.1", "-p", str(port)],
+        stdin=subprocess.DEVNULL,
+        stdout=(root / "moto.log").open("wb"),
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    try:
+        _wait_for_port(port, process, "moto_server")
+        endpoint = f"http://127.0.0.1:{port}"
+        yield S3Server(
+            endpoint=endpoint,
+            environment={
+                "AWS_ENDPOINT_URL": endpoint,
+                "AWS_ACCESS_KEY_ID": "testing",
+                "AWS_SECRET_ACCESS_KEY": "testing",
+                "AWS_DEFAULT_REGION": "us-east-1",
+                "AWS_CONFIG_FILE": str(root / "aws-config"),
+                "AWS_SHARED_CREDENTIALS_FILE": str(root / "aws-credentials"),
+            },
+        )
+    finally:
+        _stop(process)

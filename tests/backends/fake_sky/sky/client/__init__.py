@@ -1,0 +1,1 @@
+"""The fake SkyPilot client."""

@@ -105,7 +105,11 @@ def runs_on(names: tuple[str, ...] | None = None) -> str:
     listed = offers(names)
     if not listed:
         return "this machine, without a GPU (nvidia-smi lists none)"
-    parts = [f"{offer.counts[0]} x {offer.kind} ({offer.note.split(':')[0]})" for offer in listed]
+    parts = []
+    for offer in listed:
+        name = offer.note.split(":")[0]
+        label = offer.kind if name == offer.kind else f"{offer.kind} ({name})"
+        parts.append(f"{offer.counts[0]} x {label}")
     return "this machine: " + ", ".join(parts)
 
 

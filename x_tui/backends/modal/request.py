@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from x_tui.backends import modal_prices
 from x_tui.backends.modal.ignore import ignore_patterns
 from x_tui.backends.modal.settings import TABLE, ModalSettings
 from x_tui.compute.errors import ConfigError
@@ -177,6 +178,23 @@ class ModalRequest:
     worker_path: str
     notes: tuple[str, ...] = ()
 
+    def estimate(self) -> dict[str, JsonValue]:
+        """What the run costs per hour at most, and at most in all given its timeout.
+
+        Returns:
+            ``hourly_usd`` and ``max_usd`` (``None`` when a GPU kind has no known price), and
+            the date and source of the prices.
+        """
+        hourly = modal_prices.hourly_price(
+            self.function.gpu, cpu=self.function.cpu, memory_mib=self.function.memory
+        )
+        return {
+            "hourly_usd": None if hourly is None else round(hourly, 4),
+            "max_usd": None if hourly is None else round(hourly * self.function.timeout / 3600, 2),
+            "prices_as_of": modal_prices.PRICES_AS_OF.isoformat(),
+            "source": modal_prices.SOURCE,
+        }
+
     def to_json(self) -> dict[str, JsonValue]:
         """The request as ``x-tui plan --json`` shows it."""
         return {
@@ -191,6 +209,7 @@ class ModalRequest:
                 "project": PROJECT_DIR,
                 "outputs": f"{OUTPUTS_DIR}/<run_id>",
             },
+            "estimate": self.estimate(),
             "notes": list(self.notes),
         }
 

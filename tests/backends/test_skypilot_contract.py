@@ -18,6 +18,7 @@ from x_tui.backends.skypilot import SkyPilotBackend
 from x_tui.compute.backend import ComputeBackend
 from x_tui.testing import SCRIPTS, BackendContract
 
+from .fake_sky import fixtures
 from .fake_sky.harness import (
     FakeSky,
     S3Server,
@@ -25,47 +26,12 @@ from .fake_sky.harness import (
     SshServer,
     install_fake_sky,
     make_locked_project,
-    make_sky_tool,
-    outside_tmp_dir,
-    s3_missing,
-    ssh_missing,
-    start_moto,
-    start_sshd,
 )
 
-
-@pytest.fixture(scope="session")
-def sky_tool(tmp_path_factory: pytest.TempPathFactory) -> SkyTool:
-    """The fake SkyPilot's tool environment, made once."""
-    return make_sky_tool(tmp_path_factory.mktemp("sky-tool"))
-
-
-@pytest.fixture(scope="session")
-def s3(tmp_path_factory: pytest.TempPathFactory) -> Iterator[S3Server]:
-    """moto's S3 server on 127.0.0.1, for the session."""
-    missing = s3_missing()
-    if missing:
-        pytest.skip(f"the bucket transport's contract needs an S3 server here: {missing}")
-    yield from start_moto(tmp_path_factory.mktemp("moto"))
-
-
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
-    """A real sshd on 127.0.0.1, for the session."""
-    missing = ssh_missing()
-    if missing:
-        pytest.skip(f"the copy transport's contract needs sshd, rsync and bubblewrap: {missing}")
-    yield from start_sshd(tmp_path_factory.mktemp("sshd"))
-
-
-@pytest.fixture
-def outside_tmp(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
-    """A fresh directory that is not under /tmp, for fake clusters whose worker gets its own /tmp.
-
-    The copy transport's sandbox mounts a fresh /tmp, which would hide a cluster home under it;
-    a real cluster's home is never there.
-    """
-    yield from outside_tmp_dir(request, tmp_path.name)
+outside_tmp = fixtures.outside_tmp
+s3 = fixtures.s3
+sky_tool = fixtures.sky_tool
+sshd = fixtures.sshd
 
 
 class TestSkyPilotBucketTransport(BackendContract):

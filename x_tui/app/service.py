@@ -122,6 +122,7 @@ class Service:
         store: RunStore | None = None,
         state_dir: Path | None = None,
         deadlines: Deadlines | None = None,
+        build_backend: Callable[[RunHandle], ComputeBackend] | None = None,
     ) -> None:
         """Serve runs from ``store``, spooling remote logs under ``state_dir``.
 
@@ -129,10 +130,13 @@ class Service:
             store: The run store; the default state directory's when ``None``.
             state_dir: The state directory; ``default_state_dir()`` when ``None``.
             deadlines: Seconds each kind of backend call may take.
+            build_backend: Rebuilds a handle's backend; ``operations.backend_for`` (from the
+                handle's frozen settings, through the registry) when ``None``.
         """
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.store = store if store is not None else RunStore(self.state_dir / "compute" / "runs")
         self.deadlines = deadlines or Deadlines()
+        self._build = build_backend or operations.backend_for
         self._backends: dict[tuple[str, str], ComputeBackend] = {}
         self._lock = threading.Lock()
         self._spools: dict[str, SpoolState] = {}
@@ -237,7 +241,7 @@ class Service:
             cached = self._backends.get(key)
         if cached is not None:
             return cached
-        built = operations.backend_for(handle)
+        built = self._build(handle)
         with self._lock:
             return self._backends.setdefault(key, built)
 

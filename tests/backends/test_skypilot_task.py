@@ -1,4 +1,4 @@
-"""The SkyPilot task a run launches (what ``plan`` prints and ``submit`` writes), without SkyPilot."""
+"""The SkyPilot task a run launches (what ``plan`` prints and ``submit`` writes), offline."""
 
 from __future__ import annotations
 
@@ -55,8 +55,10 @@ def task_of(planned: dict[str, JsonValue]) -> dict[str, JsonValue]:
 
 
 def test_the_cluster_is_named_from_the_run_id_as_substrax_names_it() -> None:
-    assert cluster_name("examples-20260919T120000Z-3f9a1c") == "sx-examples-20260919t120000z-3f9a1c"
-    assert cluster_name("my_job.v2-20260919T120000Z-3f9a1c") == "sx-my-job-v2-20260919t120000z-3f9a1c"
+    named = cluster_name("examples-20260919T120000Z-3f9a1c")
+    assert named == "sx-examples-20260919t120000z-3f9a1c"
+    named = cluster_name("my_job.v2-20260919T120000Z-3f9a1c")
+    assert named == "sx-my-job-v2-20260919t120000z-3f9a1c"
 
 
 def test_resources_map_as_the_seed_says(project: Path) -> None:
@@ -206,7 +208,7 @@ def test_the_copy_transport_refuses_what_a_copy_cannot_carry(
 
 def test_the_copy_transport_refuses_several_nodes(project: Path) -> None:
     request = ResourceRequest(accelerator=parse_accelerators("H100:16"))
-    with pytest.raises(ConfigError, match="needs 2 nodes.*bucket transport"):
+    with pytest.raises(ConfigError, match=r"needs 2 nodes.*bucket transport"):
         plan({"copy": {}}, project, request=request)
 
 
@@ -227,4 +229,3 @@ def test_without_skypilot_the_plan_says_why_it_has_no_cost(project: Path) -> Non
 
 def test_plan_and_peek_are_declared() -> None:
     assert capabilities_of(SkyPilotBackend(BUCKET)) == {Capability.PLAN, Capability.PEEK}
-

@@ -86,9 +86,7 @@ def test_an_unknown_bucket_scheme_is_refused(uri: str) -> None:
 
 
 def test_an_input_bucket_with_an_unknown_scheme_is_refused_naming_its_mount() -> None:
-    message = refusal(
-        {"bucket": {"outputs_bucket": "gs://runs", "buckets": {"data": "r2://data"}}}
-    )
+    message = refusal({"bucket": {"outputs_bucket": "gs://runs", "buckets": {"data": "r2://data"}}})
     assert "buckets.data" in message
 
 

@@ -133,11 +133,13 @@ def launch(  # noqa: PLR0917 (SkyPilot 0.14.1's signature)
         )
     while state.switch("hold-request-id"):
         time.sleep(0.05)
+    print(f"Running on cluster: {name}")  # SkyPilot prints on stdout, as the real one does
     return RequestId(request_id)
 
 
 def get(request_id: str) -> Any:
     """Wait for the request to finish; its value, or its error raised."""
+    print('<sky-payload>{"type": "status"}</sky-payload>')  # a rich-status line, on stdout
     while True:
         request = state.load_request(request_id)
         if request is None:

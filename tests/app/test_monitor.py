@@ -142,7 +142,11 @@ def test_a_run_is_followed_to_its_end_and_a_later_session_knows_it_without_askin
     assert monitor.ended_at(handle.run_id) is not None
     monitor.stop()
 
-    later = RunMonitor(Service(), Inbox().post, poll=False)
+    news = Inbox()
+    later = RunMonitor(Service(), news.post, poll=False)
+    later.start()
+    news.wait_for(lambda m: isinstance(m, RunsChanged) and m.complete, "the later first read")
+    later.stop()
     assert later.state_of(handle.run_id) is RunState.SUCCEEDED
     assert later.ended_at(handle.run_id) == monitor.ended_at(handle.run_id)
 

@@ -119,7 +119,7 @@ class RunMonitor:
         self._cache_path = service.state_dir / "x-tui" / "final-states.json"
         self._dirty = False
         self._saved_at = 0.0
-        self._load_final_states()
+        self._save_lock = threading.Lock()
 
     # Public API -------------------------------------------------------------------------------
 
@@ -164,8 +164,7 @@ class RunMonitor:
         self._stop.set()
         self._wake.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
-        if self._dirty:
-            self._save_final_states()
+        self._save_final_states()
 
     def poll_soon(self, run_id: str) -> None:
         """Ask for the run's state now (after a submit or a cancel), then back off again."""
@@ -185,6 +184,9 @@ class RunMonitor:
     # The watcher ------------------------------------------------------------------------------
 
     def _watch_loop(self) -> None:
+        # Read here, not in __init__: ten thousand kept states take a while, and the app builds
+        # its first frame meanwhile.
+        self._load_final_states()
         self.runs_dir.mkdir(parents=True, exist_ok=True)
         self._initial_scan()
         try:
@@ -460,12 +462,17 @@ class RunMonitor:
                 self._ended[run_id] = ended
 
     def _save_final_states(self) -> None:
-        self._saved_at = time.monotonic()
-        with self._lock:
-            self._dirty = False
-            runs = {
-                run_id: {"state": self._states[run_id].value, "ended_at": ended}
-                for run_id, ended in sorted(self._ended.items())
-            }
-        with contextlib.suppress(OSError):
-            write_atomic(self._cache_path, json.dumps({"version": 1, "runs": runs}) + "\n")
+        # One save at a time, and a caller that finds one under way waits for it to be written
+        # (so ``stop`` returns only once every final state it knows of is on disk).
+        with self._save_lock:
+            with self._lock:
+                if not self._dirty:
+                    return
+                self._dirty = False
+                runs = {
+                    run_id: {"state": self._states[run_id].value, "ended_at": ended}
+                    for run_id, ended in sorted(self._ended.items())
+                }
+            self._saved_at = time.monotonic()
+            with contextlib.suppress(OSError):
+                write_atomic(self._cache_path, json.dumps({"version": 1, "runs": runs}) + "\n")

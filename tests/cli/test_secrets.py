@@ -135,3 +135,16 @@ def test_a_provider_secret_is_refused_by_the_local_backend_before_anything_runs(
             "secrets.platform = ['my-modal-secret']: the local backend has no secret store" in line
         )
     assert not cli.runs.exists()
+
+
+def test_a_sweep_over_a_secret_s_name_is_refused(cli: Cli) -> None:
+    keyed = _with_secret(cli)
+
+    result = keyed("run", "keyed", "--sweep", "API_KEY=a,b", "--detach")
+
+    assert result.returncode == 2
+    assert result.stderr == (
+        "x-tui: --sweep API_KEY=...: API_KEY is one of job 'keyed''s secrets; a swept value"
+        " would replace it in the task\n"
+    )
+    assert not keyed.runs.exists()

@@ -5,9 +5,9 @@ run of one of its jobs (resolve the spec, pick and build the backend, check that
 accelerator and can give the job's extensions, ask it what it would request, bound the cost),
 submit that plan and keep its handle, and rebuild the backend of a stored handle from the
 settings frozen into it, never from the project's current configuration. Sweeps (one job over
-several inputs) are planned, submitted and found again here too (:func:`plan_sweep`,
-:func:`submit_sweep`, :func:`sweep_of`, :func:`list_sweeps`), and the accelerators a backend
-offers are listed by :func:`backend_offers`.
+several inputs: :func:`plan_sweep`, :func:`submit_sweep`, :func:`sweep_of`, :func:`list_sweeps`,
+:func:`load_sweep`, from :mod:`x_tui.compute.sweep_runs`) and the accelerators a backend offers
+(:func:`backend_offers`, from :mod:`x_tui.compute.offers`) are reached from here too.
 
 How a backend receives what a spec cannot hold is declared in its ``capabilities``
 (:class:`~x_tui.compute.backend.Capability`): ``REQUEST`` gets ``request=`` on ``plan`` and
@@ -23,7 +23,6 @@ verbs that only read handles start fast.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,17 +30,38 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from x_tui.compute.errors import BadRecordError, ConfigError, NoComputeTable, UserError
 from x_tui.compute.extensions import JobExtensions
+from x_tui.compute.offers import (
+    BackendOffers,
+    backend_names,
+    backend_offers,
+    check_backend_offer,
+    estimate_for,
+)
 from x_tui.compute.records import JsonValue
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
+from x_tui.compute.sweep_runs import (
+    SweepIncompleteError,
+    SweepPlan,
+    list_sweeps,
+    load_sweep,
+    plan_sweep,
+    submit_sweep,
+    sweep_of,
+)
 
 if TYPE_CHECKING:
     from x_tui.compute.backend import ComputeBackend
     from x_tui.compute.config import ComputeConfig
-    from x_tui.compute.estimate import AcceleratorOffer, CostEstimate
+    from x_tui.compute.estimate import CostEstimate
     from x_tui.compute.extensions import ResourceRequest
-    from x_tui.compute.prices import PriceTable
-    from x_tui.compute.sweeps import StoredSweeps, Sweep, SweepAxis, SweepStore
+
+__all__ = [
+    "BackendOffers", "JobList", "Project", "RunPlan", "SweepIncompleteError", "SweepPlan",
+    "backend_for", "backend_names", "backend_offers", "fetch_root", "list_jobs", "list_sweeps",
+    "load_sweep", "locate_project", "open_project", "plan_run", "plan_sweep", "submit_run",
+    "submit_sweep", "sweep_of",
+]  # fmt: skip
 
 PYPROJECT = "pyproject.toml"
 
@@ -52,12 +72,6 @@ class _Planner(Protocol):
 
 class _Submitter(Protocol):
     def submit(self, spec: JobSpec, *, project: Path, **hooks: Any) -> RunHandle: ...
-
-
-class _Offering(Protocol):
-    def accelerators(self) -> list[AcceleratorOffer]: ...
-
-    def check_offer(self, request: ResourceRequest) -> None: ...
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -246,7 +260,7 @@ def plan_run(
             f" extensions (it does not declare the '{Capability.EXTENSIONS.value}' capability);"
             " remove them or run on a backend that does, such as local"
         )
-    _check_offer(built, name, resolved.request)
+    check_backend_offer(built, name, resolved.request)
     request: Mapping[str, JsonValue] | None = None
     if Capability.PLAN in capabilities:
         planner = cast(_Planner, built)
@@ -260,7 +274,7 @@ def plan_run(
         provider_request=request,
         request=resolved.request,
         extensions=extensions,
-        estimate=_estimate(built, name, resolved.request, spec.timeout_seconds),
+        estimate=estimate_for(built, name, resolved.request, spec.timeout_seconds),
     )
 
 
@@ -278,51 +292,6 @@ def _hooks(
     if Capability.EXTENSIONS in capabilities:
         hooks["extensions"] = extensions
     return hooks
-
-
-def _check_offer(built: object, name: str, request: ResourceRequest | None) -> None:
-    """Refuse an accelerator the backend (or its dated price table) does not offer."""
-    from x_tui.compute.backend import Capability, capabilities_of
-    from x_tui.compute.estimate import check_offer
-    from x_tui.compute.prices import table_for
-
-    if request is None or request.accelerator is None:
-        return
-    if Capability.ACCELERATORS in capabilities_of(built):
-        cast(_Offering, built).check_offer(request)
-        return
-    table = table_for(name)
-    if table is not None:
-        check_offer(request, table.accelerators, backend=name)
-
-
-def _estimate(
-    built: object, name: str, request: ResourceRequest | None, timeout_seconds: float
-) -> CostEstimate:
-    """The most a run can cost on ``built``, from its offers or its dated price table."""
-    from x_tui.compute.estimate import estimate_cost, unknown_estimate
-
-    unbilled = getattr(built, "unbilled", None)
-    if isinstance(unbilled, str) and unbilled:
-        return unknown_estimate(timeout_seconds, unbilled)
-    offers = _offers_of(built, name)
-    if offers.problem is not None and not offers.offers:
-        return unknown_estimate(timeout_seconds, offers.problem)
-    if not offers.offers and offers.table is None:
-        return unknown_estimate(
-            timeout_seconds,
-            f"the {name} backend lists no accelerators or prices, and x-tui keeps no price"
-            " table for it",
-        )
-    table = offers.table
-    return estimate_cost(
-        request,
-        timeout_seconds=timeout_seconds,
-        offers=offers.offers,
-        cpu_core_hour_usd=table.cpu_core_hour_usd if table else None,
-        memory_gib_hour_usd=table.memory_gib_hour_usd if table else None,
-        source=offers.source,
-    )
 
 
 def submit_run(
@@ -365,259 +334,6 @@ def submit_run(
     handle = cast(_Submitter, built).submit(plan.spec, project=plan.project, **hooks)
     (store if store is not None else RunStore()).save(handle)
     return handle
-
-
-# Sweeps ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class SweepPlan:
-    """A job planned over several inputs: one plan per run, each with its values in ``env``.
-
-    Attributes:
-        base: The job's plan, without any swept value.
-        axes: The swept variables and their values, as given.
-        runs: Each run's plan, in grid order (the last axis changing fastest).
-        parameters: Each run's values, in the same order.
-    """
-
-    base: RunPlan
-    axes: tuple[SweepAxis, ...]
-    runs: tuple[RunPlan, ...]
-    parameters: tuple[Mapping[str, str], ...]
-
-
-class SweepIncompleteError(UserError, RuntimeError):
-    """A sweep stopped part-way: the runs submitted before the failure are kept in its record."""
-
-
-def plan_sweep(
-    project: Project,
-    job: str,
-    axes: tuple[SweepAxis, ...],
-    *,
-    backend: str | None = None,
-    accelerator: str | None = None,
-) -> SweepPlan:
-    """Plan one run of ``job`` per combination of the axes' values.
-
-    Args:
-        project: The project.
-        job: The job's name.
-        axes: The swept variables (``--sweep NAME=V1,V2``), at least one.
-        backend: The backend's name; the configuration's when ``None``.
-        accelerator: Replaces the configured accelerator for every run.
-
-    Returns:
-        The plan of every run.
-
-    Raises:
-        SweepError: If the grid is empty, repeats a variable, is too large, or a swept variable
-            is also one of the job's secrets.
-        UserError: Whatever :func:`plan_run` raises.
-    """
-    from x_tui.compute.sweeps import SweepError, grid, with_parameters
-
-    points = grid(axes)
-    base = plan_run(project, job, backend=backend, accelerator=accelerator)
-    secret_names = set(base.extensions.secrets.task_names)
-    for axis in axes:
-        if axis.name in secret_names:
-            raise SweepError(
-                f"--sweep {axis.name}=...: {axis.name} is one of job '{job}''s secrets; a swept"
-                " value would replace it in the task"
-            )
-    runs = tuple(
-        dataclasses.replace(base, spec=with_parameters(base.spec, point)) for point in points
-    )
-    return SweepPlan(base=base, axes=axes, runs=runs, parameters=points)
-
-
-def submit_sweep(
-    plan: SweepPlan,
-    *,
-    store: RunStore | None = None,
-    sweeps: SweepStore | None = None,
-    environ: Mapping[str, str] | None = None,
-) -> Sweep:
-    """Submit every run of a sweep, recording each in the sweep's record as it is submitted.
-
-    Args:
-        plan: The plan, from :func:`plan_sweep`.
-        store: Where to keep the handles; the default store when ``None``.
-        sweeps: Where to keep the sweep's record; the default sweep store when ``None``.
-        environ: The submitting shell's environment (for secrets); ``os.environ`` when ``None``.
-
-    Returns:
-        The sweep, saved, with every run.
-
-    Raises:
-        MissingSecretError: If a required secret is unset; nothing is submitted.
-        SweepIncompleteError: If a run is refused after others were submitted; the message names
-            the sweep and how many runs it holds (each still running and cancellable).
-    """
-    import datetime as dt
-
-    from x_tui.compute.secrets import capture
-    from x_tui.compute.sweeps import Sweep, SweepRun, SweepStore, new_sweep_id
-
-    capture(plan.base.extensions.secrets, environ, job=plan.base.spec.name)
-    kept = sweeps if sweeps is not None else SweepStore()
-    sweep = Sweep(
-        sweep_id=new_sweep_id(plan.base.spec.name),
-        job=plan.base.spec.name,
-        backend=plan.base.backend,
-        project=str(plan.base.project),
-        created_at=dt.datetime.now(dt.UTC),
-        axes=plan.axes,
-    )
-    for run, parameters in zip(plan.runs, plan.parameters, strict=True):
-        try:
-            handle = submit_run(run, store=store, environ=environ)
-        except UserError as error:
-            if not sweep.runs:
-                raise
-            raise SweepIncompleteError(
-                f"sweep {sweep.sweep_id} stopped after {len(sweep.runs)} of {len(plan.runs)}"
-                f" runs: {error}; cancel the submitted ones with x-tui cancel {sweep.sweep_id}"
-            ) from None
-        sweep = dataclasses.replace(
-            sweep, runs=(*sweep.runs, SweepRun(run_id=handle.run_id, parameters=parameters))
-        )
-        kept.save(sweep)
-    return sweep
-
-
-def list_sweeps(sweeps: SweepStore | None = None) -> StoredSweeps:
-    """Every recorded sweep, newest first, and each record that cannot be read.
-
-    Args:
-        sweeps: The sweep store; the default one when ``None``.
-
-    Returns:
-        The sweeps (``.sweeps``) and the unreadable records (``.unreadable``, path to reason);
-        ``.of_run(run_id)`` finds a run's sweep among them.
-    """
-    from x_tui.compute.sweeps import SweepStore
-
-    return (sweeps if sweeps is not None else SweepStore()).read_all()
-
-
-def sweep_of(run_id: str, sweeps: SweepStore | None = None) -> Sweep | None:
-    """The sweep a run belongs to.
-
-    Args:
-        run_id: The run.
-        sweeps: The sweep store; the default one when ``None``.
-
-    Returns:
-        The sweep, or ``None`` when the run is in none (an unreadable record is skipped).
-    """
-    return list_sweeps(sweeps).of_run(run_id)
-
-
-def load_sweep(sweep_id: str, sweeps: SweepStore | None = None) -> Sweep:
-    """Read one sweep's record.
-
-    Args:
-        sweep_id: The sweep.
-        sweeps: The sweep store; the default one when ``None``.
-
-    Returns:
-        The sweep.
-
-    Raises:
-        SweepNotFoundError: If there is no such sweep, or the id is not a sweep id.
-        BadRecordError: If its record cannot be read.
-    """
-    from x_tui.compute.sweeps import SweepStore
-
-    return (sweeps if sweeps is not None else SweepStore()).load(sweep_id)
-
-
-# Accelerators ---------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class BackendOffers:
-    """What a backend offers, as far as x-tui can tell without reaching the provider.
-
-    Attributes:
-        backend: The backend's name.
-        offers: Its accelerator kinds, counts per node and prices.
-        source: Where they come from: the backend itself, or a dated price table.
-        table: The dated price table used, when one was (it also prices CPU and memory).
-        problem: Why the backend could not be asked (not installed here...), when it could not.
-    """
-
-    backend: str
-    offers: tuple[AcceleratorOffer, ...] = ()
-    source: str | None = None
-    table: PriceTable | None = None
-    problem: str | None = None
-
-
-def backend_names() -> tuple[str, ...]:
-    """The registered backends' names, sorted."""
-    from x_tui.compute.registry import backend_names as registered
-
-    return registered()
-
-
-def backend_offers(name: str, settings: Mapping[str, JsonValue] | None = None) -> BackendOffers:
-    """The accelerators a backend offers: from the backend (``Capability.ACCELERATORS``), else
-    from x-tui's dated price table for it.
-
-    Args:
-        name: The backend's name.
-        settings: Its settings table (the project's, when there is one); empty when ``None``.
-
-    Returns:
-        The offers; when the backend cannot be built here, its price table's offers (if any) and
-        the reason in ``problem``.
-
-    Raises:
-        UnknownBackendError: If no such backend is registered.
-    """
-    from x_tui.compute.errors import UnknownBackendError
-    from x_tui.compute.registry import load_backend
-
-    try:
-        built: object = load_backend(name, settings or {})
-    except UnknownBackendError:
-        raise
-    except (UserError, ValueError, LookupError, TypeError) as error:
-        return _offers_of(None, name, problem=f"the {name} backend cannot be used here: {error}")
-    return _offers_of(built, name)
-
-
-def _offers_of(built: object, name: str, *, problem: str | None = None) -> BackendOffers:
-    from x_tui.compute.backend import Capability, capabilities_of
-    from x_tui.compute.prices import table_for
-
-    table = table_for(name)
-    if built is not None and Capability.ACCELERATORS in capabilities_of(built):
-        try:
-            offers = tuple(cast(_Offering, built).accelerators())
-        except (UserError, OSError) as error:
-            problem = f"the {name} backend could not list its accelerators: {error}"
-        else:
-            sources = sorted({offer.source for offer in offers if offer.source})
-            return BackendOffers(
-                backend=name,
-                offers=offers,
-                source="; ".join(sources) or f"the {name} backend",
-                table=table,
-            )
-    if table is not None:
-        return BackendOffers(
-            backend=name,
-            offers=table.accelerators,
-            source=table.label,
-            table=table,
-            problem=problem,
-        )
-    return BackendOffers(backend=name, problem=problem)
 
 
 def backend_for(handle: RunHandle) -> ComputeBackend:

@@ -267,3 +267,35 @@ async def test_question_mark_shows_the_keys_of_the_main_screen(
         assert "Filter runs" in shown
         await pilot.press("escape")
         await wait_until(pilot, lambda: app.screen is app.main_screen, "the main screen")
+
+
+@asynchronous
+async def test_a_new_run_arrives_at_the_top_and_takes_a_cursor_that_was_there(
+    state_dir: Path,
+) -> None:
+    save_handle(
+        state_dir, run_id="older-20260919T120000Z-0a0b0c", job="older", submitted_at=EARLIER
+    )
+    app = make_app(None, poll=False)
+    async with app.run_test(size=(120, 30)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: table.row_count == 1, "the stored run")
+        save_handle(
+            state_dir,
+            run_id="newer-20260919T130000Z-0d0e0f",
+            job="newer",
+            submitted_at=EARLIER + dt.timedelta(hours=1),
+        )
+        await wait_until(pilot, lambda: table.row_count == 2, "the new run")
+        assert table.get_row_index("newer-20260919T130000Z-0d0e0f") == 0
+        assert table.highlighted_key() == "newer-20260919T130000Z-0d0e0f"
+        table.move_cursor(row=1)
+        save_handle(
+            state_dir,
+            run_id="newest-20260919T140000Z-0a0a0a",
+            job="newest",
+            submitted_at=EARLIER + dt.timedelta(hours=2),
+        )
+        await wait_until(pilot, lambda: table.row_count == 3, "the newest run")
+        assert table.get_row_index("newest-20260919T140000Z-0a0a0a") == 0
+        assert table.highlighted_key() == "older-20260919T120000Z-0a0b0c"

@@ -370,6 +370,7 @@ class RunsTable(DataTable[Text]):
     def _add_pending(self) -> None:
         chunk, self._pending = self._pending[:_INSERT_CHUNK], self._pending[_INSERT_CHUNK:]
         cursor = self.highlighted_key()
+        at_top = self.cursor_row == 0
         needs_sort = False
         for row in chunk:
             if row.key not in self._shown or row.key not in self._rows or row.key in self.rows:
@@ -380,9 +381,13 @@ class RunsTable(DataTable[Text]):
             self.add_row(*self._cells(row), key=row.key)
             self._schedule(row, rearm=False)
         if needs_sort:
-            orders = {row.key: row.order for row in self._rows.values()}
+            orders = {_run_text(row): row.order for row in self._rows.values()}
             self.sort("run", key=lambda cell: orders.get(cell.plain, (0.0, "")), reverse=True)
-            if cursor is not None and cursor in self._shown and cursor != self.highlighted_key():
+            # A cursor on the newest run stays on the newest (a run just submitted); one lower
+            # down stays on its run.
+            if at_top:
+                self.move_cursor(row=0, animate=False)
+            elif cursor is not None and cursor in self._shown:
                 self.move_cursor(row=self.get_row_index(cursor), animate=False)
         self._rearm()
         if self._pending:
@@ -391,7 +396,7 @@ class RunsTable(DataTable[Text]):
     def _cells(self, row: _Row) -> tuple[Text, ...]:
         if row.handle is None:
             return (
-                safe_text(row.path.stem if row.path else row.key, "red"),
+                safe_text(_run_text(row), "red"),
                 safe_text(_shorten(row.reason or "", _REASON_WIDTH), "red"),
                 Text(_EMPTY, style="dim"),
                 Text("✗ unreadable", style="bold red"),
@@ -463,6 +468,13 @@ class RunsTable(DataTable[Text]):
             self._next_at[key] = due
             heapq.heappush(self._due, (due, key))
         self._rearm()
+
+
+def _run_text(row: _Row) -> str:
+    """What the run column shows: the run id, or an unreadable record's file name stem."""
+    if row.handle is not None:
+        return row.handle.run_id
+    return row.path.stem if row.path is not None else row.key
 
 
 def _running(row: _Row) -> bool:

@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -40,8 +39,15 @@ from typing import Final
 
 from x_tui.backends import local_machine, local_process
 from x_tui.backends.local_files import UnsafeOutputsError, copy_outputs, read_output
+from x_tui.backends.local_plan import (
+    NAME,
+    OUTPUTS,
+    default_interpreter,
+    describe_plan,
+    refuse_platform_secrets,
+    worker_command,
+)
 from x_tui.compute.backend import (
-    SPEC_NAME,
     Capability,
     RunFiles,
     RunState,
@@ -52,17 +58,15 @@ from x_tui.compute.errors import BadRecordError, ConfigError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
-from x_tui.compute.records import JsonValue, RecordError, dump_record
-from x_tui.compute.retries import RETRIES_NAME, write_retries_file
+from x_tui.compute.records import JsonValue, RecordError
+from x_tui.compute.retries import write_retries_file
 from x_tui.compute.secrets import SecretValues
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir
-from x_tui.compute.worker_bundle import WORKER_NAME, write_worker_zipapp
+from x_tui.compute.worker_bundle import write_worker_zipapp
 
-NAME: Final = "local"
 TABLE: Final = "[tool.substrax.compute.backends.local]"
 WORKER_LOG: Final = "worker.log"
-OUTPUTS: Final = "outputs"
 CANCELLED: Final = "cancelled"
 POLL_SECONDS: Final = 0.2
 """How often a followed log is read again once it has been read to its end."""
@@ -116,56 +120,6 @@ class LocalSettings:
     def table(self) -> dict[str, JsonValue]:
         """The settings as the table they were read from, to freeze into a run's handle."""
         return {"python": self.python, "state_dir": self.state_dir}
-
-
-def default_interpreter(project: Path, python: str | None = None) -> list[str]:
-    """The command that starts Python in the project's environment.
-
-    Args:
-        project: The project root.
-        python: The ``python`` setting, which wins when set.
-
-    Returns:
-        The command's argv: the setting, ``<project>/.venv/bin/python`` if it exists,
-        ``uv run --no-sync --project <project> python`` if the project has a ``uv.lock`` and
-        ``uv`` is on ``PATH``, else the interpreter running x-tui.
-    """
-    if python:
-        return [python]
-    venv = project / ".venv" / "bin" / "python"
-    if venv.exists():
-        return [str(venv)]
-    uv = shutil.which("uv")
-    if (project / "uv.lock").is_file() and uv is not None:
-        return [uv, "run", "--no-sync", "--project", str(project), "python"]
-    return [sys.executable]
-
-
-def worker_command(
-    interpreter: list[str], *, run_dir: Path, project: Path, retries: Path | None = None
-) -> list[str]:
-    """The worker's command line; it holds the run directory, and so the run id.
-
-    Args:
-        interpreter: The command that starts the project's Python.
-        run_dir: The staged run's directory.
-        project: The project root.
-        retries: The worker's retries file, when a task is retried.
-
-    Returns:
-        The argv.
-    """
-    command = [
-        *interpreter,
-        str(run_dir / WORKER_NAME),
-        "--spec",
-        str(run_dir / SPEC_NAME),
-        "--project",
-        str(project),
-        "--outputs",
-        str(run_dir / OUTPUTS),
-    ]
-    return command if retries is None else [*command, "--retries", str(retries)]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -254,7 +208,7 @@ class LocalBackend:
                 asks for provider secrets (``secrets.platform``), which this machine has not.
         """
         extensions = extensions or JobExtensions()
-        _refuse_platform_secrets(extensions)
+        refuse_platform_secrets(extensions)
         run = new_run(spec, project, settings=self.settings.table())
         run_dir = stage_run(self.runs, run)
         write_worker_zipapp(run_dir)
@@ -435,65 +389,19 @@ class LocalBackend:
     ) -> dict[str, JsonValue]:
         """What :meth:`submit` would run, and what this machine has.
 
-        Args:
-            spec: The job.
-            project: The project root.
-            request: The resources as written, to set beside what this machine has.
-            extensions: The job's dependencies, secrets and retries.
-
-        Returns:
-            ``interpreter`` and ``command`` (the worker command line, with ``<run_id>`` for the
-            run's id), ``provisions`` (a note that nothing is provisioned), ``not_provisioned``
-            (the spec's extras, resources and mounts, and with ``extensions`` its dependencies,
-            which are not), and ``machine`` (CPU count, memory in MiB, and the GPUs
-            ``nvidia-smi`` lists). With a ``request``, ``runs_on`` says what the run gets here;
-            with ``extensions``, ``secrets`` says how the named ones reach the tasks and
-            ``retries`` gives the worker's retries file.
+        See :func:`x_tui.backends.local_plan.describe_plan` for every key.
 
         Raises:
             ConfigError: If the job asks for provider secrets (``secrets.platform``).
         """
-        root = project.resolve()
-        run_dir = self.runs / "<run_id>"
-        interpreter = default_interpreter(root, self.settings.python)
-        table = (
-            extensions.retries.worker_table([task.name for task in spec.tasks])
-            if extensions is not None
-            else {}
+        return describe_plan(
+            spec,
+            project=project,
+            runs=self.runs,
+            python=self.settings.python,
+            request=request,
+            extensions=extensions,
         )
-        retries = run_dir / RETRIES_NAME if table else None
-        command = worker_command(interpreter, run_dir=run_dir, project=root, retries=retries)
-        plan: dict[str, JsonValue] = {
-            "backend": NAME,
-            "interpreter": list(interpreter),
-            "command": list(command),
-            "provisions": (
-                "nothing: the local backend runs the job on this machine, in the project's "
-                "current environment; extras, resources and mounts are not provisioned"
-            ),
-            "not_provisioned": _not_provisioned(spec),
-            "machine": local_machine.machine(),
-        }
-        if request is not None:
-            plan["requested"] = str(request.accelerator) if request.accelerator else None
-            plan["runs_on"] = local_machine.runs_on()
-        if extensions is not None:
-            _refuse_platform_secrets(extensions)
-            not_provisioned = plan["not_provisioned"]
-            if extensions.dependencies and isinstance(not_provisioned, dict):
-                not_provisioned["dependencies"] = dump_record(extensions.dependencies)
-                plan["provisions"] = (
-                    f"{plan['provisions']}; dependencies are not installed either"
-                    f" ({extensions.dependencies.summary()})"
-                )
-            if extensions.secrets:
-                plan["secrets"] = {
-                    "names_in_task": list(extensions.secrets.task_names),
-                    "how": "captured from this shell at submit into the worker's environment",
-                }
-            if table:
-                plan["retries"] = {"file": str(retries), "table": dict(table)}
-        return plan
 
     def accelerators(self) -> list[AcceleratorOffer]:
         """This machine's GPUs, from ``nvidia-smi``: one offer per kind, the count it has.
@@ -524,16 +432,6 @@ def _worker_environment(secrets: SecretValues | None = None) -> dict[str, str]:
     return env
 
 
-def _refuse_platform_secrets(extensions: JobExtensions) -> None:
-    platform = extensions.secrets.platform
-    if platform:
-        raise ConfigError(
-            f"secrets.platform = {list(platform)!r}: the local backend has no secret store, so"
-            " a provider's secret cannot reach a run on this machine; list the variables in"
-            " secrets.env to capture them from this shell, or run on modal or skypilot"
-        )
-
-
 def _decode(line: bytes) -> str:
     return line.removesuffix(b"\r").decode("utf-8", "replace")
 
@@ -562,14 +460,3 @@ def _manifest(run: _Run) -> JobManifest | None:
         raise BadRecordError(str(error)) from None
     except (OSError, UnicodeDecodeError) as error:
         raise BadRecordError(f"{run.run_dir / OUTPUTS / MANIFEST_NAME}: {error}") from None
-
-
-def _not_provisioned(spec: JobSpec) -> dict[str, JsonValue]:
-    resources = spec.resources
-    return {
-        "extras": list(spec.extras),
-        "accelerator": str(resources.accelerator) if resources.accelerator else None,
-        "cpu": resources.cpu,
-        "memory_mib": resources.memory_mib,
-        "mounts": [mount.name for mount in spec.mounts],
-    }

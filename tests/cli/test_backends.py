@@ -149,3 +149,28 @@ def test_the_backends_verb_imports_neither_textual_nor_rich(cli: Cli) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.splitlines()[-1]) == []
+
+
+def test_the_local_backend_never_refuses_an_accelerator_it_does_not_have(cli: Cli) -> None:
+    result = cli("plan", "failing", "--backend", "local", "--accelerator", "TPU-v4", "--json")
+
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["provider_request"]["requested"] == "TPU-v4"
+
+
+def test_a_backend_without_the_extensions_capability_is_never_given_a_job_that_uses_them(
+    cli: Cli,
+) -> None:
+    jobs = MODAL_TABLE + 'retries = 1\ndependencies = { apt = ["ffmpeg"] }\n'
+    cli.write_pyproject(jobs=jobs, top='backend = "local"')
+
+    result = cli("plan", "train", "--backend", "modal")
+
+    assert result.returncode == 2
+    (line,) = result.stderr.splitlines()
+    assert line.startswith(f"x-tui: {cli.project / 'pyproject.toml'}: [tool.substrax.compute.jobs")
+    assert "train] dependencies, retries: the modal backend cannot give x-tui's job extensions" in (
+        line
+    )
+    # The local backend declares it: the same job plans there.
+    assert cli("plan", "train", "--backend", "local").returncode == 0

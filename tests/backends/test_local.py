@@ -93,7 +93,14 @@ def test_the_settings_are_frozen_into_the_handle(project: Path, tmp_path: Path) 
 def test_the_local_backend_is_registered_and_declares_its_abilities(tmp_path: Path) -> None:
     backend = load_backend("local", {"state_dir": str(tmp_path)})
     assert isinstance(backend, LocalBackend)
-    assert capabilities_of(backend) == {Capability.LOCAL_FILES, Capability.PEEK, Capability.PLAN}
+    assert capabilities_of(backend) == {
+        Capability.LOCAL_FILES,
+        Capability.PEEK,
+        Capability.PLAN,
+        Capability.REQUEST,
+        Capability.EXTENSIONS,
+        Capability.ACCELERATORS,
+    }
 
 
 def test_an_interpreter_that_cannot_start_is_named(project: Path, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from x_tui.app.service import Deadlines, Service
 from x_tui.compute.backend import ComputeBackend, RunState
-from x_tui.compute.errors import ProviderError
+from x_tui.compute.errors import BackendUnavailableError, ProviderError
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, RunStore
 
@@ -161,3 +161,17 @@ def test_a_backend_is_built_once_per_backend_and_settings(tmp_path: Path) -> Non
     assert service.status(_handle({"region": "eu"})) is RunState.RUNNING
     assert service.status(_handle({"region": "us"})) is RunState.RUNNING
     assert [handle.settings["region"] for handle in built] == ["eu", "us"]
+
+
+def test_a_backend_that_cannot_be_built_is_not_tried_again(tmp_path: Path) -> None:
+    attempts: list[RunHandle] = []
+
+    def build(handle: RunHandle) -> ComputeBackend:
+        attempts.append(handle)
+        raise BackendUnavailableError("the modal extra is not installed: pip install x-tui[modal]")
+
+    service = Service(state_dir=tmp_path, build_backend=build)
+    for _ in range(3):
+        with pytest.raises(BackendUnavailableError, match=r"x-tui\[modal\]"):
+            service.status(_handle())
+    assert len(attempts) == 1

@@ -138,6 +138,7 @@ class Service:
         self.deadlines = deadlines or Deadlines()
         self._build = build_backend or operations.backend_for
         self._backends: dict[tuple[str, str], ComputeBackend] = {}
+        self._refused: dict[tuple[str, str], UserError] = {}
         self._lock = threading.Lock()
         self._spools: dict[str, SpoolState] = {}
 
@@ -233,15 +234,28 @@ class Service:
     def backend(self, handle: RunHandle) -> ComputeBackend:
         """The backend of ``handle``, built from the settings it was submitted with (cached).
 
+        A backend that cannot be built is not tried again in this session: the same error is
+        raised at once (the monitor asks for every run's state, and building means scanning the
+        installed entry points).
+
         Raises:
             UserError: If that backend is not installed or refuses the settings.
         """
         key = (handle.backend, frozen_settings(handle.settings))
         with self._lock:
             cached = self._backends.get(key)
+            refused = self._refused.get(key)
         if cached is not None:
             return cached
-        built = self._build(handle)
+        if refused is not None:
+            # Not rebuilt on every poll: a backend that is not installed stays so until restart.
+            raise refused
+        try:
+            built = self._build(handle)
+        except UserError as error:
+            with self._lock:
+                self._refused[key] = error
+            raise
         with self._lock:
             return self._backends.setdefault(key, built)
 

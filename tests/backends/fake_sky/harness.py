@@ -101,6 +101,10 @@ class FakeSky:
         """The clusters that exist now."""
         return sorted(path.parent.name for path in self.root.glob("clusters/*/cluster.json"))
 
+    def fail(self, step: str, message: str) -> None:
+        """Make ``provision``, ``cancel`` or ``down`` fail with SkyPilot saying ``message``."""
+        (self.root / f"fail-{step}").write_text(message)
+
     def hold(self, switch: str) -> None:
         """Hold the fake at ``hold-launch`` or ``hold-request-id`` until :meth:`release`."""
         (self.root / switch).touch()

@@ -21,7 +21,7 @@ from typing import Final
 from x_tui.backends.skypilot import catalog, logs
 from x_tui.backends.skypilot.bridge import Bridge, ClusterGone
 from x_tui.backends.skypilot.copy_transport import CopyTransport
-from x_tui.backends.skypilot.launch_records import REQUEST, Launch, RunRecords
+from x_tui.backends.skypilot.launch_records import LAUNCH_LOG, REQUEST, Launch, RunRecords
 from x_tui.backends.skypilot.reconcile import queued_state, reconcile_launch, stop_run
 from x_tui.backends.skypilot.settings import SkyPilotSettings
 from x_tui.backends.skypilot.task import TASK_NAME, cluster_name, task_for
@@ -211,7 +211,7 @@ class SkyPilotBackend:
                     "record": str(records.path(REQUEST)),
                     "cloud": self.settings.cloud,
                 },
-                on_request=lambda _: None,  # the bridge wrote request.json before it said so
+                log=run_dir / LAUNCH_LOG,
                 what=f"launching {cluster}",
             )
         except UserError as error:
@@ -371,7 +371,7 @@ class SkyPilotBackend:
             pass  # a run whose state cannot be read is cancelled all the same
         records = self._records(handle)
         records.mark_cancelled()
-        failures = stop_run(
+        attempted, failures = stop_run(
             self.bridge,
             handle,
             records,
@@ -383,7 +383,7 @@ class SkyPilotBackend:
             records.unmark_cancelled()
         if failures:
             raise CancelFailed(
-                f"cancelling run {handle.run_id}: {len(failures)} of 3 steps failed",
+                f"cancelling run {handle.run_id}: {len(failures)} of {attempted} steps failed",
                 list(failures.values()),
             )
 
@@ -406,7 +406,7 @@ class SkyPilotBackend:
         if not ended:
             self.cancel(handle)
             return
-        failures = stop_run(
+        _, failures = stop_run(
             self.bridge,
             handle,
             self._records(handle),

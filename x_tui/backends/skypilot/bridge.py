@@ -155,7 +155,13 @@ class Bridge:
         return self._interpreter
 
     def _start(
-        self, op: str, args: Mapping[str, JsonValue], *, session: bool, send: bool = True
+        self,
+        op: str,
+        args: Mapping[str, JsonValue],
+        *,
+        session: bool,
+        send: bool = True,
+        stderr: IO[bytes] | None = None,
     ) -> subprocess.Popen[str]:
         command = [*self.interpreter(), "-I", str(SCRIPT)]
         try:
@@ -163,7 +169,7 @@ class Bridge:
                 command,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stderr=stderr if stderr is not None else subprocess.PIPE,
                 text=True,
                 encoding="utf-8",
                 errors="replace",
@@ -255,19 +261,22 @@ class Bridge:
         self,
         args: Mapping[str, JsonValue],
         *,
-        on_request: Callable[[str], None],
+        log: Path,
         what: str,
+        on_request: Callable[[str], None] | None = None,
     ) -> str:
-        """Send a launch; record SkyPilot's request id with ``on_request`` before answering it.
+        """Send a launch, and acknowledge SkyPilot's request id once it is recorded.
 
-        The bridge runs in a session of its own, so a hangup or Ctrl-C of x-tui's terminal does
-        not cut a launch half-sent; if x-tui never acknowledges the request id, the bridge
-        cancels the request and tears the cluster down itself.
+        The bridge records the request id itself (``args["record"]``) before it says it. It runs
+        in a session of its own, with its standard error in ``log``, so neither a hangup or
+        Ctrl-C of x-tui's terminal nor x-tui's death cuts a launch half-sent; if x-tui never
+        acknowledges the request id, the bridge cancels the request and tears the cluster down.
 
         Args:
             args: The launch's arguments (task, cluster, down, idle_minutes, record, cloud).
-            on_request: Called with the request id; the launch is acknowledged once it returns.
+            log: Where SkyPilot's own output goes (the end of it is quoted in a failure).
             what: What is launched, for messages.
+            on_request: Called with the request id before it is acknowledged.
 
         Returns:
             The request id.
@@ -276,10 +285,10 @@ class Bridge:
             BackendUnavailableError: If SkyPilot is missing or unusable, or no cloud is enabled.
             ProviderError: If SkyPilot refused the launch or did not accept it in time.
         """
-        process = self._start("launch", args, session=True)
+        with log.open("ab") as stderr_file:
+            process = self._start("launch", args, session=True, stderr=stderr_file)
         assert process.stdin is not None
         assert process.stdout is not None
-        stderr = _drain(process.stderr)
         timer = threading.Timer(self.launch_seconds, process.kill)
         timer.start()
         events: list[Event] = []
@@ -289,7 +298,8 @@ class Bridge:
                 if event is None:
                     continue
                 if event.kind == "request":
-                    on_request(str(event.data.get("request_id")))
+                    if on_request is not None:
+                        on_request(str(event.data.get("request_id")))
                     process.stdin.write(json.dumps({"ack": True}) + "\n")
                     process.stdin.flush()
                     process.stdin.close()
@@ -304,10 +314,19 @@ class Bridge:
             raise ProviderError(
                 f"SkyPilot did not accept the launch within {self.launch_seconds:g} s while {what}"
             )
-        value = _answer(events, "".join(stderr), what=what)
+        value = _answer(events, _tail(log), what=what)
         if not isinstance(value, Mapping) or not isinstance(value.get("request_id"), str):
             raise ProviderError(f"SkyPilot's bridge answered {value!r} while {what}")
         return str(value["request_id"])
+
+
+def _tail(path: Path) -> str:
+    try:
+        with path.open("rb") as stream:
+            stream.seek(max(0, path.stat().st_size - _STDERR_TAIL))
+            return stream.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
 
 
 def _request(op: str, args: Mapping[str, JsonValue]) -> str:

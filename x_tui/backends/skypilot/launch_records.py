@@ -11,7 +11,9 @@
 - ``launched.json`` / ``launch-failed.json``: the launch's answer, once known;
 - ``final.json``: the run's final state, recorded the first time it is seen, so a cluster torn
   down afterwards takes nothing away;
-- ``cancelled``: the run was cancelled from here.
+- ``cancelled``: the run was cancelled from here;
+- ``launch.log``: what SkyPilot printed while the launch was sent (the bridge's standard error,
+  a file so that the bridge outlives an x-tui that dies meanwhile).
 
 Every file is written once, atomically, with the facts it holds, so any number of processes (the
 TUI's monitor, a CLI in another shell) read and write them without a lock: two writers write the
@@ -34,6 +36,7 @@ LAUNCHED: Final = "launched.json"
 LAUNCH_FAILED: Final = "launch-failed.json"
 FINAL: Final = "final.json"
 CANCELLED: Final = "cancelled"
+LAUNCH_LOG: Final = "launch.log"
 
 
 def _read(path: Path) -> dict[str, Any] | None:

@@ -127,7 +127,7 @@ def stop_run(
     cluster: str,
     cancel_request: bool,
     cancel_job: bool,
-) -> dict[str, Exception]:
+) -> tuple[int, dict[str, Exception]]:
     """Attempt every step that stops a run, whatever the one before did.
 
     Args:
@@ -139,8 +139,8 @@ def stop_run(
         cancel_job: Cancel the job on the cluster.
 
     Returns:
-        Each step that failed (``request``, ``job``, ``teardown``), with its error; a cluster
-        SkyPilot no longer knows is not a failure.
+        How many steps were attempted, and each that failed (``request``, ``job``,
+        ``teardown``) with its error; a cluster SkyPilot no longer knows is not a failure.
     """
     known = records.known_launch()
     request_id = request_id_of(handle, records)
@@ -163,4 +163,4 @@ def stop_run(
             continue
         except UserError as error:
             failures[step] = error
-    return failures
+    return len(steps), failures

@@ -37,3 +37,7 @@ class JobExitCode(enum.IntEnum):
     NOT_FINISHED = 101
     NOT_FOUND = 102
     CANCELLED = 103
+
+
+class CommandError(Exception):
+    """A command run on the cluster failed."""

@@ -191,6 +191,11 @@ def launch(request_id: str) -> None:
         time.sleep(0.05)
     if (state.load_request(request_id) or {}).get("status") == "CANCELLED":
         return
+    if state.switch("fail-provision"):
+        message = state.said("fail-provision")
+        log_request(request_id, f"Failed to provision {name}: {message}")
+        state.finish(request_id, error=("ResourcesUnavailableError", message))
+        return
     try:
         cluster = _provision(request_id, name, task, options)
         mounts = Mounts(cluster, task.get("file_mounts") or {})

@@ -12,7 +12,8 @@
 - ``launches.log``: one line per cluster ever provisioned (what "launched once" is checked on);
 - switches a test writes: ``clouds.json`` (the enabled clouds, ``["Fake"]`` by default),
   ``hold-launch`` (provisioning waits while it exists), ``hold-request-id`` (``sky.launch`` waits
-  before it returns the request id while it exists).
+  before it returns the request id while it exists), ``fail-provision``, ``fail-cancel`` and
+  ``fail-down`` (that step fails with the file's text as SkyPilot's message).
 
 Every write is atomic (a partial file, then a rename), so the client and the runner processes
 read and write without locks.
@@ -146,6 +147,11 @@ def ssh_config_path(cluster: str) -> Path:
 
 def switch(name: str) -> bool:
     return (root() / name).exists()
+
+
+def said(name: str) -> str:
+    """What a switch file says (the message a failure it causes carries)."""
+    return (root() / name).read_text(encoding="utf-8").strip() or name
 
 
 def enabled_clouds() -> list[str]:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from sky import exceptions
-from sky._fake import server, state
+from sky._fake import state
 from sky.jobs_status import ClusterStatus, JobStatus
 
 _EXIT = {"SUCCEEDED": 0, "FAILED": 100, "FAILED_SETUP": 100, "CANCELLED": 103}
@@ -339,6 +339,8 @@ def cancel(
     """Cancel the cluster's jobs."""
     if state.load_cluster(cluster_name) is None:
         return _answered("cancel", cluster_name, error=_missing(cluster_name))
+    if state.switch("fail-cancel"):
+        return _answered("cancel", cluster_name, error=("CommandError", state.said("fail-cancel")))
     for job_id in job_ids or [1]:
         job = state.load_job(cluster_name, job_id)
         if job is None or JobStatus(job["status"]).is_terminal():
@@ -359,6 +361,10 @@ def down(
     """Tear the cluster down."""
     if state.load_cluster(cluster_name) is None:
         return _answered("down", cluster_name, error=_missing(cluster_name))
+    if state.switch("fail-down"):
+        return _answered("down", cluster_name, error=("CommandError", state.said("fail-down")))
+    from sky._fake import server  # not at import: the runner runs that module as __main__
+
     server.remove_cluster(cluster_name)
     return _answered("down", cluster_name)
 

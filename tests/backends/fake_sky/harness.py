@@ -126,6 +126,19 @@ class FakeSky:
                 found.append(data)
         return found
 
+    def down(self, cluster: str) -> None:
+        """Tear a cluster down behind x-tui's back (its autostop timer ran out)."""
+        subprocess.run(
+            [str(self.tool.python), "-c", f"import sky; sky.get(sky.down({cluster!r}))"],
+            env={**os.environ, "FAKE_SKY_ROOT": str(self.root)},
+            check=True,
+            capture_output=True,
+        )
+
+    def remote(self, cluster: str, path: str) -> Path:
+        """Where a file of a cluster's home is on this machine (``path`` relative to ``~``)."""
+        return self.root / "clusters" / cluster / "home" / path
+
     def cleanup(self) -> None:
         """End every process the fake started."""
         subprocess.run(

@@ -56,12 +56,12 @@ class Mounts:
     """The cluster's file mounts; the s3 ones are synced back while the job runs."""
 
     def __init__(self, cluster: Path, mounts: dict[str, Any]) -> None:
-        self.absolute: dict[str, Path] = {}
+        self.absolute: dict[str, Path] = {
+            remote: _local(cluster, remote) for remote in mounts if not remote.startswith("~/")
+        }
         self.buckets: list[tuple[Path, str]] = []
         for remote, source in mounts.items():
             local = _local(cluster, remote)
-            if not remote.startswith("~/"):
-                self.absolute[remote] = local
             local.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(source, dict):
                 uri = str(source["source"])
@@ -74,6 +74,8 @@ class Mounts:
                 path = Path(os.path.expanduser(str(source)))
                 if path.is_dir():
                     shutil.copytree(path, local, symlinks=True)
+                elif path.suffix == ".json":  # the job spec: its mount paths are rewritten too
+                    local.write_text(_rewrite(path.read_text(), self.absolute))
                 else:
                     shutil.copy2(path, local)
 

@@ -9,9 +9,10 @@ hour for one machine, the cheapest region.
 
 from __future__ import annotations
 
+import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
@@ -136,26 +137,29 @@ def estimate(
     return None
 
 
+CacheKey = tuple[Hashable, ...]
+
+
 class CatalogCache:
-    """The catalogs as last read, per set of clouds, for :data:`CACHE_SECONDS`."""
+    """The catalogs as last read, per SkyPilot, environment and set of clouds, for a while."""
 
     def __init__(self) -> None:
         """Start empty."""
         self._lock = threading.Lock()
-        self._kept: dict[tuple[str, ...], tuple[float, tuple[Offer, ...]]] = {}
+        self._kept: dict[CacheKey, tuple[float, tuple[Offer, ...]]] = {}
 
-    def get(self, clouds: tuple[str, ...]) -> tuple[Offer, ...] | None:
-        """The offers read for ``clouds`` lately, if any."""
+    def get(self, key: CacheKey) -> tuple[Offer, ...] | None:
+        """The offers read for ``key`` in the last :data:`CACHE_SECONDS`, if any."""
         with self._lock:
-            kept = self._kept.get(clouds)
+            kept = self._kept.get(key)
         if kept is None or time.monotonic() - kept[0] > CACHE_SECONDS:
             return None
         return kept[1]
 
-    def put(self, clouds: tuple[str, ...], offers: tuple[Offer, ...]) -> None:
+    def put(self, key: CacheKey, offers: tuple[Offer, ...]) -> None:
         """Keep a reading."""
         with self._lock:
-            self._kept[clouds] = (time.monotonic(), offers)
+            self._kept[key] = (time.monotonic(), offers)
 
 
 CACHE: Final = CatalogCache()
@@ -170,14 +174,16 @@ def cached_offers(bridge: Bridge, *, cloud: str | None) -> tuple[Offer, ...]:
         ProviderError: If the catalogs cannot be read in time.
     """
     clouds = (cloud,) if cloud else ()
-    kept = CACHE.get(clouds)
+    # Where SkyPilot's catalogs are depends on its install and the environment (HOME...).
+    key = (tuple(bridge.interpreter()), frozenset(os.environ.items()), clouds)
+    kept = CACHE.get(key)
     if kept is not None:
         return kept
     answer = bridge.call(
         "catalog", {"clouds": list(clouds) or None}, what="reading SkyPilot's catalogs", seconds=60
     )
     offers = read_offers(answer)
-    CACHE.put(clouds, offers)
+    CACHE.put(key, offers)
     return offers
 
 

@@ -1,0 +1,367 @@
+"""The bridge against the real SkyPilot 0.14.1, installed in a tool environment of its own.
+
+Every SDK call ``sky_sdk.py`` makes (read from its source) binds to the real signature, and the
+fake's signatures are the real ones; every ``JobStatus`` and request status the backend reads is
+one SkyPilot has; the tasks x-tui builds are accepted by SkyPilot's own task reader; the bridge's
+offline operations answer from the real interpreter; and with no cloud enabled the real SkyPilot
+gives the one line the user sees. SkyPilot is installed once (``uv tool install``) under pytest's
+cache directory and reused; the tests skip, saying why, only where it cannot be installed.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from x_tui.backends.skypilot import SkyPilotBackend, sky_sdk
+from x_tui.backends.skypilot.bridge import SCRIPT, Bridge
+from x_tui.backends.skypilot.catalog import read_offers
+from x_tui.backends.skypilot.reconcile import JOB_STATES
+from x_tui.compute.errors import BackendUnavailableError
+from x_tui.compute.extensions import CpuRequest, ResourceRequest
+from x_tui.compute.records import JsonValue
+from x_tui.compute.resources import parse_accelerators
+from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
+
+from .fake_sky import fixtures
+from .fake_sky.harness import SkyTool, free_port, make_locked_project
+
+sky_tool = fixtures.sky_tool
+
+VERSION = "0.14.1"
+
+INSPECT = """
+import importlib, inspect, json, sys
+uses = json.loads(sys.argv[1])
+found = {"binds": {}, "parameters": {}}
+for name, use in uses.items():
+    module, _, attribute = name.rpartition(".")
+    target = importlib.import_module(module)
+    for part in attribute.split("/"):
+        target = getattr(target, part)
+    signature = inspect.signature(target)
+    found["parameters"][name] = list(signature.parameters)
+    try:
+        signature.bind(*[None] * use["positional"], **{key: None for key in use["keywords"]})
+        found["binds"][name] = True
+    except TypeError as error:
+        found["binds"][name] = str(error)
+import sky, sky.exceptions
+found["version"] = sky.__version__
+found["job_status"] = [member.name for member in sky.JobStatus]
+if sys.argv[4] == "signatures":
+    print(json.dumps(found))
+    sys.exit(0)
+requests = importlib.import_module("sky.server.requests.requests")
+found["request_status"] = [member.value for member in requests.RequestStatus]
+payloads = importlib.import_module("sky.server.requests.payloads")
+found["request_fields"] = list(payloads.RequestPayload.model_fields)
+responses = importlib.import_module("sky.schemas.api.responses")
+found["job_fields"] = list(responses.ClusterJobRecord.model_fields)
+found["exceptions"] = {
+    name: [base.__name__ for base in getattr(sky.exceptions, name).__mro__]
+    for name in json.loads(sys.argv[2])
+}
+found["names"] = [name for name in json.loads(sys.argv[3]) if not hasattr(sky, name)]
+print(json.dumps(found))
+"""
+
+
+def sdk_uses() -> dict[str, dict[str, Any]]:
+    """Each SDK call in sky_sdk.py: ``module.function`` and the arguments it passes."""
+    tree = ast.parse(SCRIPT.read_text(encoding="utf-8"))
+    roots = {"sky": "sky", "sdk": "sky.client.sdk"}
+    uses: dict[str, dict[str, Any]] = {}
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        parts: list[str] = []
+        target: ast.expr = node.func
+        while isinstance(target, ast.Attribute):
+            parts.insert(0, target.attr)
+            target = target.value
+        if not isinstance(target, ast.Name) or target.id not in roots:
+            continue
+        name = f"{roots[target.id]}.{'/'.join(parts)}"
+        use = uses.setdefault(name, {"positional": 0, "keywords": []})
+        use["positional"] = max(use["positional"], len(node.args))
+        use["keywords"] = sorted({*use["keywords"], *(k.arg for k in node.keywords if k.arg)})
+    return uses
+
+
+def exceptions_used() -> list[str]:
+    """The ``sky.exceptions`` names sky_sdk.py looks up."""
+    tree = ast.parse(SCRIPT.read_text(encoding="utf-8"))
+    return sorted(
+        {
+            node.args[1].value
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "getattr"
+            and isinstance(node.args[0], ast.Name)
+            and node.args[0].id == "exceptions"
+            and isinstance(node.args[1], ast.Constant)
+        }
+    )
+
+
+@pytest.fixture(scope="session")
+def real_sky(request: pytest.FixtureRequest) -> Path:
+    """The real SkyPilot's interpreter, in a tool environment under pytest's cache (made once)."""
+    base = Path(request.config.cache.mkdir(f"skypilot-{VERSION}"))
+    python = base / "tools" / "skypilot" / "bin" / "python"
+    check = [str(python), "-c", "import sky; print(sky.__version__)"]
+    if python.exists():
+        done = subprocess.run(check, capture_output=True, text=True, check=False)
+        if done.stdout.strip() == VERSION:
+            return python
+    if shutil.which("uv") is None:
+        pytest.skip("SkyPilot cannot be installed here: uv is not on PATH")
+    env = {**os.environ, "UV_TOOL_DIR": str(base / "tools"), "UV_TOOL_BIN_DIR": str(base / "bin")}
+    done = subprocess.run(
+        ["uv", "tool", "install", "--force", f"skypilot=={VERSION}"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"SkyPilot {VERSION} cannot be installed here: {done.stderr.strip()[-400:]}")
+    return python
+
+
+@pytest.fixture
+def sky_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A HOME of its own, so SkyPilot's ~/.sky is the test's; usage collection off."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.setenv("SKYPILOT_DISABLE_USAGE_COLLECTION", "1")
+    return home
+
+
+def inspect_in(python: Path, *, what: str = "everything") -> dict[str, Any]:
+    done = subprocess.run(
+        [
+            str(python),
+            "-c",
+            INSPECT,
+            json.dumps(sdk_uses()),
+            json.dumps(exceptions_used()),
+            json.dumps(list(sky_sdk.SDK_NAMES)),
+            what,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+@pytest.fixture(scope="module")
+def real(real_sky: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    home = tmp_path_factory.mktemp("inspect-home")
+    os.environ["HOME"], old = str(home), os.environ["HOME"]
+    try:
+        return inspect_in(real_sky)
+    finally:
+        os.environ["HOME"] = old
+
+
+def test_every_sdk_call_of_the_bridge_binds_to_skypilots_signature(real: dict[str, Any]) -> None:
+    assert real["version"] == VERSION
+    uses = sdk_uses()
+    assert {"sky.launch", "sky.tail_logs", "sky.api_status", "sky.client.sdk.check"} <= set(uses)
+    assert real["binds"] == dict.fromkeys(uses, True)
+    assert real["names"] == []
+
+
+def test_the_fakes_signatures_are_skypilots(real: dict[str, Any], sky_tool: SkyTool) -> None:
+    fake = inspect_in(sky_tool.python, what="signatures")
+    assert fake["binds"] == real["binds"]
+    assert fake["parameters"] == real["parameters"]
+    assert fake["job_status"] == real["job_status"]
+
+
+def test_every_job_status_skypilot_reports_is_mapped(real: dict[str, Any]) -> None:
+    assert sorted(JOB_STATES) == sorted(real["job_status"])
+
+
+def test_the_request_statuses_and_fields_the_bridge_reads_exist(real: dict[str, Any]) -> None:
+    assert {"PENDING", "WAITING", "RUNNING", "SUCCEEDED", "FAILED", "CANCELLED"} == set(
+        real["request_status"]
+    )
+    assert {"request_id", "name", "status", "cluster_name", "created_at"} <= set(
+        real["request_fields"]
+    )
+    assert {"job_id", "status"} <= set(real["job_fields"])
+
+
+def test_the_exceptions_the_bridge_classifies_exist(real: dict[str, Any]) -> None:
+    assert set(real["exceptions"]) == {
+        "ClusterDoesNotExist",
+        "NoCloudAccessError",
+        "RequestCancelled",
+    }
+    assert "ValueError" in real["exceptions"]["ClusterDoesNotExist"]
+
+
+def planned_tasks(tmp_path: Path) -> list[dict[str, JsonValue]]:
+    project = make_locked_project(tmp_path / "project", {})
+    data = tmp_path / "data"
+    data.mkdir()
+    spec = JobSpec(
+        name="train",
+        tasks=(Task(name="fit", argv=("python", "fit.py"), timeout_seconds=60.0),),
+        timeout_seconds=120.0,
+        extras=("cuda12",),
+        mounts=(Mount(name="data", path="/data", access=MountAccess.READ_ONLY),),
+    )
+    bucket = SkyPilotBackend(
+        {
+            "infra": "gcp/us-central1",
+            "use_spot": True,
+            "bucket": {"outputs_bucket": "gs://runs", "buckets": {"data": "s3://datasets"}},
+        }
+    )
+    copy = SkyPilotBackend(
+        {"infra": "runpod", "copy": {"sources": {"data": str(data)}, "network_isolation": True}}
+    )
+    several = ResourceRequest(
+        accelerator=parse_accelerators(["H100:16", "A100-80GB:16"]),
+        cpu=CpuRequest(per_node=8),
+        memory_mib=65536,
+    )
+    one = ResourceRequest(accelerator=parse_accelerators("L4"))
+    tasks = []
+    for backend, request in ((bucket, several), (copy, one)):
+        task = backend.plan(spec, project=project, request=request)["task"]
+        assert isinstance(task, dict)
+        tasks.append(task)
+    return tasks
+
+
+READ_TASKS = """
+import json, sys, sky
+for config in json.loads(sys.stdin.read()):
+    task = sky.Task.from_yaml_config(config)
+    resources = sorted(task.resources, key=str)
+    print(json.dumps({
+        "num_nodes": task.num_nodes,
+        "resources": [
+            [str(r.cloud), r.accelerators, r.cpus, r.memory, r.use_spot, r.disk_size]
+            for r in resources
+        ],
+        "mounts": sorted(task.file_mounts or {}),
+        "storage": sorted(task.storage_mounts or {}),
+    }))
+"""
+
+
+def test_skypilot_reads_the_tasks_x_tui_builds(
+    real_sky: Path, sky_home: Path, tmp_path: Path
+) -> None:
+    tasks = planned_tasks(tmp_path)
+    done = subprocess.run(
+        [str(real_sky), "-c", READ_TASKS],
+        input=json.dumps(tasks),
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    bucket, copy = (json.loads(line) for line in done.stdout.strip().splitlines()[-2:])
+    assert bucket["num_nodes"] == 2
+    assert bucket["resources"] == [
+        ["GCP", {"A100-80GB": 8}, "8+", "64.0+", True, 256],  # SkyPilot's default disk
+        ["GCP", {"H100": 8}, "8+", "64.0+", True, 256],
+    ]
+    assert bucket["storage"] == ["/data", "/outputs"]
+    assert copy["num_nodes"] == 1
+    assert copy["resources"] == [["RunPod", {"L4": 1}, None, None, False, 60]]
+    assert "/data" in copy["mounts"]
+
+
+def test_the_bridge_answers_offline_from_the_real_interpreter(
+    real_sky: Path, sky_home: Path
+) -> None:
+    bridge = Bridge(sky="sky", sky_python=str(real_sky))
+    probe = bridge.call("probe", {}, what="probing")
+    assert probe == {"version": VERSION, "missing": []}
+    path = bridge.call("ssh_config", {"cluster": "sx-a"}, what="finding an SSH config")
+    assert path == str(sky_home / ".sky" / "generated" / "ssh" / "sx-a")
+
+
+def test_the_catalog_is_read_from_skypilots_cache_without_the_network(
+    real_sky: Path, sky_home: Path
+) -> None:
+    where = subprocess.run(
+        [
+            str(real_sky),
+            "-c",
+            "from sky.catalog import common; print(common.get_catalog_path('aws/vms.csv'))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    csv = Path(where)
+    assert csv.is_relative_to(sky_home)
+    csv.parent.mkdir(parents=True)
+    csv.write_text(
+        "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,"
+        "Region,AvailabilityZone\n"
+        "p5.48xlarge,H100,8.0,192.0,2048.0,,98.32,40.0,us-east-1,us-east-1a\n"
+    )
+    bridge = Bridge(sky="sky", sky_python=str(real_sky))
+    offers = read_offers(bridge.call("catalog", {"clouds": None}, what="reading the catalogs"))
+    assert [(o.cloud, o.accelerator, o.count, o.price) for o in offers] == [
+        ("aws", "H100", 8.0, 98.32)
+    ]
+
+
+@pytest.fixture
+def api_server(
+    real_sky: Path, sky_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
+    """SkyPilot's API server on a port of its own, started by the first call, then stopped."""
+    monkeypatch.setenv("SKYPILOT_API_SERVER_LOCAL_PORT", str(free_port()))
+    yield
+    subprocess.run(
+        [str(real_sky.parent / "sky"), "api", "stop"],
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.slow
+def test_with_no_cloud_enabled_the_real_skypilot_refuses_the_launch_in_one_line(
+    real_sky: Path, sky_home: Path, api_server: None, tmp_path: Path
+) -> None:
+    bridge = Bridge(sky="sky", sky_python=str(real_sky))
+    task: dict[str, JsonValue] = {"name": "sx-none", "run": "echo hi"}
+    with pytest.raises(BackendUnavailableError) as refused:
+        bridge.launch(
+            {
+                "task": task,
+                "cluster": "sx-none",
+                "down": True,
+                "idle_minutes": None,
+                "record": str(tmp_path / "request.json"),
+                "cloud": None,
+            },
+            log=tmp_path / "launch.log",
+            what="launching sx-none",
+        )
+    assert str(refused.value) == "SkyPilot has no cloud enabled; run `sky check` to see why"
+    assert not (tmp_path / "request.json").exists()

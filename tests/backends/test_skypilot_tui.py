@@ -1,0 +1,160 @@
+"""The TUI with a project whose backend is skypilot, on the fake SkyPilot: as with any backend.
+
+The run screen shows the run's cluster, request id and transport; its log comes from SkyPilot's
+log stream, its manifest is peeked from the bucket while it runs; cancel and fetch work from it.
+Without SkyPilot the submit screen says how to install it and stays usable.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from textual.css.query import NoMatches
+from textual.pilot import Pilot
+from textual.widgets import Button, TabbedContent
+
+from x_tui.app.app import XTuiApp
+from x_tui.app.run_screen import RunScreen
+from x_tui.app.service import Service
+from x_tui.app.submit_screen import SubmitScreen
+from x_tui.compute.backend import RunState
+from x_tui.compute.operations import open_project
+
+from .fake_sky import fixtures
+from .fake_sky.harness import FakeSky, S3Server, entry_point_path, make_locked_project
+
+fake_sky = fixtures.fake_sky
+s3 = fixtures.s3
+sky_tool = fixtures.sky_tool
+
+DEADLINE = 120.0
+
+JOBS = """\
+[tool.substrax.compute.jobs.twostep]
+timeout_seconds = 900
+
+[tool.substrax.compute.jobs.twostep.commands]
+first = ["python", "-c", "print('first done', flush=True)"]
+second = ["python", "-c", "import time; print('second sleeping', flush=True); time.sleep(600)"]
+"""
+
+
+@pytest.fixture(autouse=True)
+def registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The skypilot entry point, a private state directory and no user settings."""
+    monkeypatch.syspath_prepend(str(entry_point_path(tmp_path / "entry-point")))
+    monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("X_TUI_CONFIG", str(tmp_path / "no-settings.toml"))
+
+
+def make_project(tmp_path: Path, sky: Path, bucket: str) -> Path:
+    root = make_locked_project(tmp_path / "sample", {})
+    table = (
+        '[tool.substrax.compute]\nbackend = "skypilot"\n\n'
+        f"[tool.substrax.compute.backends.skypilot]\nsky = {json.dumps(str(sky))}\n\n"
+        "[tool.substrax.compute.backends.skypilot.bucket]\n"
+        f"outputs_bucket = {json.dumps(bucket)}\n\n"
+    )
+    with (root / "pyproject.toml").open("a") as stream:
+        stream.write("\n" + table + JOBS)
+    return root
+
+
+def _text(app: XTuiApp) -> str:
+    return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def _wait(pilot: Pilot[object], condition: Callable[[], bool], what: str) -> None:
+    give_up = time.monotonic() + DEADLINE
+    while True:
+        try:
+            if condition():
+                break
+        except NoMatches:
+            pass
+        if time.monotonic() > give_up:
+            raise AssertionError(f"gave up waiting for {what}")
+        await pilot.pause(0.05)
+    await pilot.pause()
+
+
+async def _submit(app: XTuiApp, pilot: Pilot[object], project: Path) -> SubmitScreen:
+    screen = SubmitScreen("twostep", project=open_project(project))
+    await app.push_screen(screen)
+    await _wait(pilot, lambda: screen.plan is not None or screen.error is not None, "a plan")
+    assert screen.plan is not None, screen.error
+    await pilot.press("enter")
+    return screen
+
+
+def test_without_skypilot_the_submit_screen_says_how_to_install_it(tmp_path: Path) -> None:
+    project = make_project(tmp_path, tmp_path / "nowhere" / "sky", "s3://runs")
+
+    async def scenario() -> None:
+        app = XTuiApp(project, service=Service())
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = await _submit(app, pilot, project)
+            await _wait(pilot, lambda: "Not submitted" in _text(app), "the refusal")
+            assert "SkyPilot is not installed here" in _text(app)
+            assert "uv tool install" in _text(app)
+            assert app.screen is screen
+            assert not screen.query_one("#submit-go", Button).disabled
+            await pilot.press("escape")
+            await _wait(pilot, lambda: app.screen is not screen, "the screen to close")
+
+    asyncio.run(scenario())
+
+
+def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
+    fake_sky: FakeSky,
+    s3: S3Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name, value in s3.environment.items():
+        monkeypatch.setenv(name, value)
+    bucket = s3.make_bucket(f"tui-{tmp_path.name.lower().replace('_', '-')[-40:]}")
+    project = make_project(tmp_path, fake_sky.tool.link, bucket)
+
+    async def scenario() -> None:
+        app = XTuiApp(project, service=Service())
+        async with app.run_test(size=(140, 40)) as pilot:
+            await _submit(app, pilot, project)
+            await _wait(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+            screen = app.screen
+            assert isinstance(screen, RunScreen)
+            assert screen.handle.backend == "skypilot"
+            details = screen.handle.details
+            shown = _text(app)
+            assert f"cluster {details['cluster']}" in shown
+            assert f"request_id {details['request_id']}" in shown
+            assert "transport bucket" in shown
+            await _wait(pilot, lambda: "second sleeping" in _text(app), "the log line")
+            assert screen.state is RunState.RUNNING
+            screen.query_one("#run-tabs", TabbedContent).active = "tab-manifest"
+            await _wait(
+                pilot,
+                lambda: any(
+                    line.split()[:2] == ["first", "succeeded"] for line in _text(app).splitlines()
+                ),
+                "the first task's row, read from the bucket while the run goes on",
+            )
+            await pilot.press("c")
+            await _wait(pilot, lambda: "Cancel run" in _text(app), "the question")
+            await pilot.press("y")
+            await _wait(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+            await pilot.press("f")
+            await _wait(pilot, lambda: "into this directory" in _text(app), "the fetch question")
+            await pilot.press("enter")
+            await _wait(pilot, lambda: "Fetched " in _text(app), "the fetch to end")
+
+    asyncio.run(scenario())
+    assert fake_sky.clusters() == []
+    fetched = list((tmp_path / "state" / "compute" / "fetched").glob("*/first/stdout.log"))
+    assert len(fetched) == 1
+    assert "first done" in fetched[0].read_text()

@@ -1,4 +1,4 @@
-"""The dated Modal price table, and the most a planned run can cost."""
+"""The Modal backend prices a plan from x-tui's one dated table of Modal's prices."""
 
 from __future__ import annotations
 
@@ -6,59 +6,30 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends import modal_prices
+from x_tui.backends.modal import ModalBackend
 from x_tui.backends.modal.request import build_request
 from x_tui.backends.modal.settings import ModalSettings
 from x_tui.compute.extensions import CpuRequest, ResourceRequest
-from x_tui.compute.resources import parse_accelerators
+from x_tui.compute.prices import MODAL, MODAL_DATE
+from x_tui.compute.resources import ResourceError, parse_accelerators
 from x_tui.compute.spec import JobSpec, Task
 
-CPU = modal_prices.CPU_CORE_PER_HOUR
-MEMORY = modal_prices.MEMORY_GIB_PER_HOUR
+H100 = 0.001097 * 3600
+CPU = 0.0000131 * 3600
+MEMORY = 0.00000222 * 3600
 
 
-@pytest.mark.parametrize(
-    ("shape", "price"),
-    [
-        ("H100", 3.9492),
-        ("H100!", 3.9492),
-        ("h100:8", 8 * 3.9492),
-        ("A100-80GB:2", 2 * 2.4984),
-        ("L4", 0.7992),
-        ("B200+", 6.25),
-        ("MI300X", None),
-    ],
-)
-def test_a_gpu_shape_is_priced_per_gpu_and_count(shape: str, price: float | None) -> None:
-    """Exact (!) and at-least (+) cost the kind's price; an unknown kind has none."""
-    found = modal_prices.gpu_price(shape)
-    assert found == (pytest.approx(price) if price is not None else None)
-
-
-def test_fallbacks_are_priced_as_the_dearest_and_cpu_and_memory_are_added() -> None:
-    """The most an hour can cost: the dearest alternative, plus the cores and memory."""
-    hourly = modal_prices.hourly_price(("L4:2", "H100"), cpu=8.0, memory_mib=32768)
-    assert hourly == pytest.approx(3.9492 + 8 * CPU + 32 * MEMORY)
-
-
-def test_a_job_asking_for_no_cpu_or_memory_pays_modals_defaults() -> None:
-    """0.125 cores and 128 MiB."""
-    hourly = modal_prices.hourly_price(None, cpu=None, memory_mib=None)
-    assert hourly == pytest.approx(0.125 * CPU + MEMORY / 8)
-
-
-def test_the_plan_says_the_most_a_run_can_cost_and_when_prices_were_read(tmp_path: Path) -> None:
-    """Two hours of an H100 with 4 cores and 16 GiB, with the table's date and source."""
-    spec = JobSpec(
+def _spec(timeout: float) -> JobSpec:
+    return JobSpec(
         name="train",
         tasks=(Task(name="t", argv=("python", "-V"), timeout_seconds=60.0),),
-        timeout_seconds=7200.0,
+        timeout_seconds=timeout,
     )
-    request = ResourceRequest(
-        accelerator=parse_accelerators("H100"), cpu=CpuRequest(per_node=4), memory_mib=16384
-    )
+
+
+def _estimate(tmp_path: Path, request: ResourceRequest, timeout: float) -> dict[str, object]:
     planned = build_request(
-        spec,
+        _spec(timeout),
         project=tmp_path,
         settings=ModalSettings(outputs_volume="runs"),
         worker_file=tmp_path / "worker.pyz",
@@ -66,29 +37,61 @@ def test_the_plan_says_the_most_a_run_can_cost_and_when_prices_were_read(tmp_pat
         request=request,
     )
     estimate = planned.to_json()["estimate"]
-    hourly = 3.9492 + 4 * CPU + 16 * MEMORY
-    assert estimate == {
-        "hourly_usd": round(hourly, 4),
-        "max_usd": round(hourly * 2, 2),
-        "prices_as_of": "2026-05-07",
-        "source": modal_prices.SOURCE,
-    }
+    assert isinstance(estimate, dict)
+    return estimate
 
 
-def test_an_unknown_kind_has_no_estimate(tmp_path: Path) -> None:
-    """Better no figure than a wrong one."""
-    spec = JobSpec(
-        name="train",
-        tasks=(Task(name="t", argv=("python", "-V"), timeout_seconds=60.0),),
-        timeout_seconds=60.0,
+def test_the_plan_says_the_most_a_run_can_cost_and_when_prices_were_read(tmp_path: Path) -> None:
+    """Two hours of an H100 with 4 cores and 16 GiB, with the table's date and source."""
+    request = ResourceRequest(
+        accelerator=parse_accelerators("H100"), cpu=CpuRequest(per_node=4), memory_mib=16384
     )
-    planned = build_request(
-        spec,
-        project=tmp_path,
-        settings=ModalSettings(outputs_volume="runs"),
-        worker_file=tmp_path / "worker.pyz",
-        worker_digest="0" * 16,
-        request=ResourceRequest(accelerator=parse_accelerators("MI300X")),
-    )
-    assert planned.estimate()["hourly_usd"] is None
-    assert planned.estimate()["max_usd"] is None
+    estimate = _estimate(tmp_path, request, 7200.0)
+    hourly = H100 + 4 * CPU + 16 * MEMORY
+    assert estimate["hourly_usd"] == pytest.approx(hourly, abs=1e-4)
+    assert estimate["max_usd"] == pytest.approx(hourly * 2, abs=1e-4)
+    assert estimate["timeout_hours"] == 2
+    assert estimate["prices_as_of"] == MODAL_DATE
+    assert estimate["source"] == f"https://modal.com/pricing, as of {MODAL_DATE}"
+    assert estimate["unknown"] is None
+
+
+def test_fallbacks_are_priced_as_the_dearest_and_exact_costs_the_kind(tmp_path: Path) -> None:
+    """``H100!:8`` or ``A100-80GB:8``: the bound is eight H100s, whatever Modal picks."""
+    request = ResourceRequest(accelerator=parse_accelerators(["A100-80GB:8", "H100!:8"]))
+    estimate = _estimate(tmp_path, request, 3600.0)
+    assert estimate["max_usd"] == pytest.approx(8 * H100, abs=1e-4)
+    breakdown = estimate["breakdown"]
+    assert isinstance(breakdown, list)
+    assert breakdown[0].endswith("(the dearest alternative)")
+
+
+def test_the_bound_covers_the_function_timeout_modal_is_given(tmp_path: Path) -> None:
+    """Modal gets the timeout rounded up to whole seconds, and may bill all of it."""
+    request = ResourceRequest(accelerator=parse_accelerators("H100"))
+    estimate = _estimate(tmp_path, request, 3599.2)
+    assert estimate["timeout_hours"] == 1
+    assert estimate["max_usd"] == pytest.approx(H100, abs=1e-4)
+
+
+def test_a_kind_without_a_price_has_no_bound_and_says_why(tmp_path: Path) -> None:
+    """Better no figure than a wrong one (the backend refuses such a kind before planning)."""
+    estimate = _estimate(tmp_path, ResourceRequest(accelerator=parse_accelerators("MI300X")), 60)
+    assert estimate["max_usd"] is None
+    assert estimate["hourly_usd"] is None
+    assert estimate["unknown"] == "no price is known for MI300X"
+
+
+def test_the_backend_offers_the_tables_kinds_and_refuses_others(tmp_path: Path) -> None:
+    """``accelerators()`` is the table; ``check_offer`` refuses a kind or count it lacks."""
+    backend = ModalBackend({"outputs_volume": "runs", "state_dir": str(tmp_path)})
+    assert backend.accelerators() == list(MODAL.accelerators)
+    backend.check_offer(ResourceRequest(accelerator=parse_accelerators("A10:4")))
+    with pytest.raises(ResourceError, match="modal offers A10G in counts of 1-4 per node, not 8"):
+        backend.check_offer(ResourceRequest(accelerator=parse_accelerators("A10G:8")))
+    with pytest.raises(ResourceError, match="modal does not offer MI300X"):
+        backend.plan(
+            _spec(60),
+            project=tmp_path,
+            request=ResourceRequest(accelerator=parse_accelerators("MI300X")),
+        )

@@ -4,12 +4,19 @@ Modal publishes per-second list prices at https://modal.com/pricing and no API t
 :data:`MODAL` holds them as hourly figures (per second x 3600), with the date they were read and
 their source, so ``x-tui backends --accelerators`` and the cost estimate can say how old they are.
 
-Modal's figures, as of :data:`MODAL_DATE`: the H100, A100-80GB, L40S, L4, T4 and CPU rates match
-two summaries of modal.com/pricing verified on 2026-05-07 and 2026-06-27 (techbytes.app and
-beam.cloud); B200, H200, A100-40GB, A10G and memory are modal.com/pricing's figures as last listed
-there. They are base rates: Modal multiplies them for region selection (1.5x-1.75x) and for
-non-preemptible capacity, which the estimate does not apply. Counts per container: up to 8 of
-every kind, but up to 4 A10G.
+Modal's figures are its per-second list prices. This is the one table of them: x-tui once kept
+a second one in the Modal backend, whose figures agreed with these to within a tenth of a cent an
+hour, and which is merged here. Where each figure comes from:
+
+- H100, A100-80GB, L40S, L4 and T4: modal.com/pricing, matched by a summary of it verified on
+  2026-05-07 (techbytes.app, "Serverless GPU Pricing Matrix"); H100 and the CPU core rate again
+  by one verified on 2026-06-27 (beam.cloud, "Modal Pricing Explained");
+- B200, H200, A100-40GB, A10 (A10G) and memory: modal.com/pricing as read on 2026-05-07, not
+  confirmed by a second source since.
+
+:data:`MODAL_DATE` is the latest of those checks. They are base rates: Modal multiplies them for
+region selection (1.5x-1.75x) and for non-preemptible capacity, which the estimate does not
+apply. Counts per container (Modal's GPU guide): up to 8 of every kind, but up to 4 A10.
 
 Update a table by replacing its figures and its date together. SkyPilot needs no table here: its
 backend reads its own catalog (``Capability.ACCELERATORS``).
@@ -65,7 +72,7 @@ class PriceTable:
 
 
 MODAL_DATE = "2026-06-27"
-"""When :data:`MODAL`'s figures were last checked."""
+"""When :data:`MODAL`'s figures were last checked (some only on 2026-05-07; see above)."""
 
 MODAL_SOURCE = "https://modal.com/pricing"
 
@@ -77,14 +84,16 @@ _PER_SECOND = {
     "A100-40GB": 0.000583,
     "A100": 0.000583,
     "L40S": 0.000542,
+    "A10": 0.000306,
     "A10G": 0.000306,
     "L4": 0.000222,
     "T4": 0.000164,
 }
-_MAX_PER_CONTAINER = {"A10G": 4}
+_MAX_PER_CONTAINER = {"A10": 4, "A10G": 4}
 _NOTES = {
     "H100": "may run on an H200 at the H100 price unless asked for as H100!",
     "A100": "an A100-40GB, or an A100-80GB at the 40 GB price",
+    "A10G": "Modal's older name for the A10",
 }
 
 

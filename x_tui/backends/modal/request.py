@@ -7,15 +7,24 @@ later (a timeout outside 1 s .. 24 h, a mount with no Volume, more GPUs than one
 layers and options, so the plan is what is submitted.
 
 The image is built in layers keyed on what they depend on, so an edit to the project's source
-rebuilds only the layers after the locked dependencies:
+rebuilds only the layers after the locked dependencies and the job's own:
 
 1. ``Image.debian_slim`` on this interpreter's Python (the serialized function needs the same
    ``major.minor`` in the container);
 2. ``Image.uv_sync``: the locked dependencies and the job's extras, ``--frozen``, on that Python;
-3. ``Image.add_local_dir``: the project's source, baked in (``copy=True``), without what
+3. the job's ``dependencies`` (x-tui's extension), each a layer when declared:
+   ``Image.apt_install`` (``apt``), then ``Image.uv_pip_install`` into the project's environment
+   (``python``; ``Image.pip_install`` when there is no ``pyproject.toml`` to sync), then
+   ``Image.run_commands`` (``post_install``, before the project's source is in the image);
+4. ``Image.add_local_dir``: the project's source, baked in (``copy=True``), without what
    ``ignore``, the project's ``.gitignore`` and ``.venv`` leave out;
-4. ``Image.run_commands``: the project installed into that environment without dependencies;
-5. ``Image.add_local_file``: the x-tui worker zipapp, keyed on its digest.
+5. ``Image.run_commands``: the project installed into that environment without dependencies;
+6. ``Image.add_local_file``: the x-tui worker zipapp, keyed on its digest.
+
+A job's ``secrets`` are named here, never valued: the values are captured at submit and given to
+the function as ``modal.Secret`` objects (see :mod:`.sdk`). Its ``retries`` become the worker's
+retries table, passed to the function as an argument and given to the worker as ``--retries``.
+The cost estimate is x-tui's one table of Modal's prices, :data:`x_tui.compute.prices.MODAL`.
 """
 
 from __future__ import annotations
@@ -28,11 +37,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-from x_tui.backends import modal_prices
 from x_tui.backends.modal.ignore import ignore_patterns
 from x_tui.backends.modal.settings import TABLE, ModalSettings
+from x_tui.compute import prices
+from x_tui.compute.dependencies import Dependencies
 from x_tui.compute.errors import ConfigError
-from x_tui.compute.extensions import ResourceRequest
+from x_tui.compute.estimate import estimate_cost
+from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import check_placement, request_from_resources
 from x_tui.compute.spec import JobSpec, MountAccess
@@ -165,6 +176,10 @@ class ModalRequest:
         python: The interpreter the worker runs on in the container.
         worker_file: Where the worker zipapp is written here before it is added to the image.
         worker_path: Where the worker zipapp is in the container.
+        resources: The resources the function asks for, as written, which the estimate prices.
+        secrets: The names the tasks see captured secrets under (``Secret.from_dict``).
+        platform_secrets: The Modal Secrets the function gets by name (``Secret.from_name``).
+        retries: The worker's retries table, ``{"<task>": more attempts}``; empty for none.
         notes: What the request leaves out, and why, for people reading the plan.
     """
 
@@ -176,23 +191,38 @@ class ModalRequest:
     python: str
     worker_file: Path
     worker_path: str
+    resources: ResourceRequest = field(default_factory=ResourceRequest)
+    secrets: tuple[str, ...] = ()
+    platform_secrets: tuple[str, ...] = ()
+    retries: Mapping[str, int] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
 
     def estimate(self) -> dict[str, JsonValue]:
-        """What the run costs per hour at most, and at most in all given its timeout.
+        """What the run costs per hour at most, and at most in all given its function timeout.
 
         Returns:
-            ``hourly_usd`` and ``max_usd`` (``None`` when a GPU kind has no known price), and
-            the date and source of the prices.
+            The bound of :func:`~x_tui.compute.estimate.estimate_cost` over the function's
+            timeout from :data:`x_tui.compute.prices.MODAL` (``max_usd``, ``breakdown``,
+            ``unknown``, ``source``...), with ``hourly_usd`` (the bound of one hour) and the
+            table's date in ``prices_as_of``.
         """
-        hourly = modal_prices.hourly_price(
-            self.function.gpu, cpu=self.function.cpu, memory_mib=self.function.memory
-        )
+        table = prices.MODAL
+
+        def bound(seconds: float) -> dict[str, JsonValue]:
+            return estimate_cost(
+                self.resources,
+                timeout_seconds=seconds,
+                offers=table.accelerators,
+                cpu_core_hour_usd=table.cpu_core_hour_usd,
+                memory_gib_hour_usd=table.memory_gib_hour_usd,
+                source=table.label,
+            ).describe()
+
         return {
-            "hourly_usd": None if hourly is None else round(hourly, 4),
-            "max_usd": None if hourly is None else round(hourly * self.function.timeout / 3600, 2),
-            "prices_as_of": modal_prices.PRICES_AS_OF.isoformat(),
-            "source": modal_prices.SOURCE,
+            **bound(self.function.timeout),
+            "hourly_usd": bound(3600)["max_usd"],
+            "prices_as_of": table.date,
+            "note": table.note,
         }
 
     def to_json(self) -> dict[str, JsonValue]:
@@ -209,9 +239,28 @@ class ModalRequest:
                 "project": PROJECT_DIR,
                 "outputs": f"{OUTPUTS_DIR}/<run_id>",
             },
+            **self._extensions_json(),
             "estimate": self.estimate(),
             "notes": list(self.notes),
         }
+
+    def _extensions_json(self) -> dict[str, JsonValue]:
+        shown: dict[str, JsonValue] = {}
+        if self.secrets or self.platform_secrets:
+            shown["secrets"] = {
+                "from_dict": list(self.secrets),
+                "from_name": list(self.platform_secrets),
+                "how": "Secret.from_dict of the values captured from this shell at submit, and"
+                " Secret.from_name of each Modal Secret, given to the function as secrets=;"
+                " names only here",
+            }
+        if self.retries:
+            shown["retries"] = {
+                "table": dict(self.retries),
+                "how": "passed to the function as retries_json; the worker gets --retries with"
+                " it written to a file in the container",
+            }
+        return shown
 
 
 def app_name(project: Path, job: str) -> str:
@@ -272,6 +321,45 @@ def _is_package(pyproject: Path) -> bool:
     return isinstance(document.get("build-system"), dict)
 
 
+def dependency_steps(dependencies: Dependencies, *, synced: bool) -> list[ImageStep]:
+    """The image layers of a job's ``dependencies``, each only when declared.
+
+    Args:
+        dependencies: What the job installs beyond its locked environment.
+        synced: Whether an ``Image.uv_sync`` layer comes before (its environment is first on
+            ``PATH``, so ``uv_pip_install`` installs into it); ``pip_install`` otherwise.
+
+    Returns:
+        ``apt_install``, then ``uv_pip_install`` (or ``pip_install``), then ``run_commands``.
+    """
+    steps: list[ImageStep] = []
+    if dependencies.apt:
+        steps.append(
+            ImageStep(
+                method="apt_install", args=dependencies.apt, keyed_on="the job's dependencies.apt"
+            )
+        )
+    if dependencies.python:
+        steps.append(
+            ImageStep(
+                method="uv_pip_install" if synced else "pip_install",
+                args=dependencies.python,
+                keyed_on="the job's dependencies.python, into the project's environment"
+                if synced
+                else "the job's dependencies.python",
+            )
+        )
+    if dependencies.post_install:
+        steps.append(
+            ImageStep(
+                method="run_commands",
+                args=dependencies.post_install,
+                keyed_on="the job's dependencies.post_install (before the project's source)",
+            )
+        )
+    return steps
+
+
 def _volumes(spec: JobSpec, settings: ModalSettings) -> tuple[VolumeMount, ...]:
     mounts = [
         VolumeMount(path=OUTPUTS_DIR, volume=settings.outputs_volume, read_only=False, mount=None)
@@ -308,6 +396,7 @@ def build_request(
     worker_file: Path,
     worker_digest: str,
     request: ResourceRequest | None = None,
+    extensions: JobExtensions | None = None,
 ) -> ModalRequest:
     """Describe what submitting ``spec`` asks Modal for, refusing what Modal would refuse.
 
@@ -319,6 +408,7 @@ def build_request(
         worker_digest: The zipapp's digest, which keys its layer.
         request: The job's resources as the user wrote them (alternatives, exact kinds); the
             spec's own resources when ``None``.
+        extensions: The job's dependencies (image layers), secrets (by name) and retries.
 
     Returns:
         The request.
@@ -328,6 +418,7 @@ def build_request(
             path the backend uses, or the accelerator does not fit one Modal container.
     """
     resources = request if request is not None else request_from_resources(spec.resources)
+    extensions = extensions if extensions is not None else JobExtensions()
     check_placement(resources, multi_node=False, backend="modal")
     function = FunctionOptions(
         gpu=modal_gpu(resources),
@@ -363,7 +454,8 @@ def build_request(
             )
         )
     else:
-        notes.append("the project has no pyproject.toml: no dependencies are installed")
+        notes.append("the project has no pyproject.toml: no locked dependencies are installed")
+    steps += dependency_steps(extensions.dependencies, synced=pyproject.is_file())
     steps.append(
         ImageStep(
             method="add_local_dir",
@@ -403,5 +495,9 @@ def build_request(
         python=python,
         worker_file=worker_file,
         worker_path=worker_path,
+        resources=resources,
+        secrets=extensions.secrets.task_names,
+        platform_secrets=extensions.secrets.platform,
+        retries=extensions.retries.worker_table([task.name for task in spec.tasks]),
         notes=tuple(notes),
     )

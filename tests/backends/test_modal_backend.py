@@ -101,6 +101,7 @@ def test_submit_builds_the_planned_image_and_a_serialized_function(
             "/outputs": {"name": "runs", "read_only": False},
             "/data": {"name": "ds", "read_only": True},
         },
+        "secrets": [],
         "module": "x_tui_modal_container",
     }
     assert fake.module.LAST["spawn"]["by"] == "value"

@@ -23,8 +23,11 @@ import pytest
 
 from x_tui.backends.modal import ModalBackend
 from x_tui.compute.backend import RunState
-from x_tui.compute.extensions import ResourceRequest
+from x_tui.compute.dependencies import Dependencies
+from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.resources import parse_accelerators
+from x_tui.compute.retries import RetryPolicy
+from x_tui.compute.secrets import SecretsRequest, SecretValues
 from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 from x_tui.testing import SCRIPTS, wait_for_line, wait_until_final
 
@@ -135,10 +138,20 @@ def test_the_real_modal_is_the_pinned_release(real: dict[str, Any]) -> None:
     assert real["version"].startswith("1.6.")
 
 
+EXTENSIONS = JobExtensions(
+    dependencies=Dependencies(python=("rich==13.7.1",), apt=("ffmpeg",), post_install=("true",)),
+    secrets=SecretsRequest(env=("API_KEY",), platform=("team-vault",)),
+    retries=RetryPolicy(default=1),
+)
+"""Every extension, so the calls each makes are checked too."""
+
+
 def _cycle(fake: FakeModal, tmp_path: Path) -> None:
     """Use every backend operation, so the fake records every SDK call the backend makes."""
     project = make_project(tmp_path / "project", SCRIPTS)
     fake.volume("ds").mkdir(parents=True)
+    (fake.root / "secrets").mkdir()
+    (fake.root / "secrets" / "team-vault.json").write_text('{"VAULT": "v"}')
     state = tmp_path / "state"
     backend = ModalBackend(
         {
@@ -165,7 +178,9 @@ def _cycle(fake: FakeModal, tmp_path: Path) -> None:
         tasks=(Task(name="writes", argv=("python", "scripts/writes.py"), timeout_seconds=60.0),),
         timeout_seconds=120.0,
     )
-    done = backend.submit(quick, project=project)
+    done = backend.submit(
+        quick, project=project, extensions=EXTENSIONS, secrets=SecretValues({"API_KEY": "k"})
+    )
     assert "[writes] hello from the task" in list(backend.logs(done, follow=True))
     assert backend.status(done) is RunState.SUCCEEDED
     backend.fetch(done, tmp_path / "fetched")
@@ -179,6 +194,12 @@ def test_every_modal_call_the_backend_makes_binds_to_the_real_signature(
     calls = [record for record in fake.api_calls() if "api" in record]
     used = {record["api"] for record in calls}
     assert {"App.run", "Function.spawn", "FunctionCall.cancel", "Volume.commit"} <= used
+    assert {
+        "Image.apt_install",
+        "Image.uv_pip_install",
+        "Secret.from_dict",
+        "Secret.from_name",
+    } <= used
     refused = []
     for record in calls:
         signature = inspect.Signature(
@@ -272,6 +293,7 @@ def test_the_container_function_is_pickled_by_value_and_runs_without_x_tui(
 def test_the_real_sdk_accepts_the_image_and_function_a_plan_describes(tmp_path: Path) -> None:
     """Built with the real SDK, offline, the planned image and function raise nothing."""
     project = make_project(tmp_path / "project", SCRIPTS)
+    loose = make_project(tmp_path / "loose", SCRIPTS, pyproject=None)
     script = textwrap.dedent(
         """
         import sys
@@ -279,8 +301,10 @@ def test_the_real_sdk_accepts_the_image_and_function_a_plan_describes(tmp_path: 
         import modal
         from x_tui.backends.modal import ModalBackend, sdk
         from x_tui.backends.modal.container import container_function
-        from x_tui.compute.extensions import ResourceRequest, CpuRequest
+        from x_tui.compute.dependencies import Dependencies
+        from x_tui.compute.extensions import JobExtensions, ResourceRequest, CpuRequest
         from x_tui.compute.resources import parse_accelerators
+        from x_tui.compute.secrets import SecretsRequest
         from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 
         backend = ModalBackend({"outputs_volume": "runs", "volumes": {"ds": "datasets"},
@@ -289,28 +313,39 @@ def test_the_real_sdk_accepts_the_image_and_function_a_plan_describes(tmp_path: 
             tasks=(Task(name="t", argv=("python", "-V"), timeout_seconds=60.0),),
             extras=("cuda12",),
             mounts=(Mount(name="ds", path="/data", access=MountAccess.READ_ONLY),))
-        for gpu in (None, "L4", "H100:2", "H100!", ["H100!:8", "A100-80GB:8"]):
+        extensions = JobExtensions(
+            dependencies=Dependencies(python=("rich==13.7.1", "numpy>=2"), apt=("ffmpeg",),
+                                      post_install=("python -V", "echo done")),
+            secrets=SecretsRequest(env=("API_KEY",), platform=("team-vault",)))
+        gpus = (None, "L4", "H100:2", "H100!", ["H100!:8", "A100-80GB:8"])
+        for project, gpu in [(sys.argv[1], gpu) for gpu in gpus] + [(sys.argv[3], "T4")]:
             accelerator = parse_accelerators(gpu) if gpu else None
             request = ResourceRequest(accelerator=accelerator, cpu=CpuRequest(per_node=2.5),
                                       memory_mib=4096)
-            planned = backend.request(spec, project=Path(sys.argv[1]), request=request)
+            planned = backend.request(spec, project=Path(project), request=request,
+                                      extensions=extensions)
             image = sdk.build_image(modal, planned)
             volumes = {m.path: sdk.volume(modal, m, None) for m in planned.volumes}
+            secrets = sdk.secrets(modal, {"API_KEY": "k"}, planned.platform_secrets, None)
             app = modal.App(planned.app_name)
-            app.function(image=image, volumes=volumes, **planned.function.keywords())(
-                container_function())
+            app.function(image=image, volumes=volumes, secrets=secrets,
+                         **planned.function.keywords())(container_function())
+            print(*[step.method for step in planned.image])
         print("built")
         """
     )
     done = subprocess.run(
-        [sys.executable, "-c", script, str(project), str(tmp_path / "state")],
+        [sys.executable, "-c", script, str(project), str(tmp_path / "state"), str(loose)],
         env=_clean_env(),
         capture_output=True,
         text=True,
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    assert done.stdout.strip() == "built"
+    *layers, last = done.stdout.splitlines()
+    assert last == "built"
+    assert "apt_install uv_pip_install run_commands add_local_dir" in layers[0]
+    assert "debian_slim apt_install pip_install run_commands add_local_dir" in layers[-1]
 
 
 def test_the_real_log_command_takes_the_options_the_backend_passes() -> None:

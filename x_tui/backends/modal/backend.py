@@ -4,6 +4,11 @@ A run is one detached app holding one function, spawned once: the worker zipapp 
 interpreter, the outputs Volume at ``/outputs`` and each of the job's mounts at its path. The
 handle's details name the app (``app_id``) and the call (``call_id``).
 
+The backend declares ``Capability.REQUEST`` (accelerator alternatives and exact kinds reach
+Modal's ``gpu``), ``Capability.EXTENSIONS`` (dependencies as image layers, secrets as
+``modal.Secret`` objects of the function, retries through the worker's ``--retries``) and
+``Capability.ACCELERATORS`` (what Modal offers, from x-tui's dated price table).
+
 Every call that reaches Modal first checks that credentials are configured (no RPC, no import of
 ``modal``), then runs with a deadline. Status is ``running`` while the call has no result, then
 what the manifest on the outputs Volume says; a call that ended without a finished manifest is
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 import datetime as dt
 import importlib
+import json
 import os
 import threading
 from collections.abc import Iterator, Mapping
@@ -25,11 +31,15 @@ from x_tui.backends.modal.container import container_function
 from x_tui.backends.modal.deadline import call_with_deadline
 from x_tui.backends.modal.request import OUTPUTS_DIR, PROJECT_DIR, ModalRequest, build_request
 from x_tui.backends.modal.settings import ModalSettings
+from x_tui.compute import prices
 from x_tui.compute.backend import Capability, RunState, new_run
 from x_tui.compute.errors import BackendUnavailableError, BadRecordError, ProviderError
-from x_tui.compute.extensions import ResourceRequest
+from x_tui.compute.estimate import AcceleratorOffer, check_offer
+from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
 from x_tui.compute.records import JsonValue, RecordError, dumps_compact
+from x_tui.compute.resources import request_from_resources
+from x_tui.compute.secrets import SecretValues
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir, run_id_time
 from x_tui.compute.worker_bundle import WORKER_NAME, worker_digest, worker_zipapp_bytes
@@ -46,7 +56,15 @@ class ModalBackend:
     """
 
     name: str = NAME
-    capabilities: ClassVar[frozenset[Capability]] = frozenset({Capability.PEEK, Capability.PLAN})
+    capabilities: ClassVar[frozenset[Capability]] = frozenset(
+        {
+            Capability.PEEK,
+            Capability.PLAN,
+            Capability.REQUEST,
+            Capability.EXTENSIONS,
+            Capability.ACCELERATORS,
+        }
+    )
 
     rpc_seconds: float = 30.0
     """How long one call to Modal (a status, a cancel, a chunk of a file) may take."""
@@ -80,8 +98,33 @@ class ModalBackend:
         """Where this backend keeps its local files: ``<state_dir>/compute/modal``."""
         return backend_state_dir(self.settings.state_dir, NAME)
 
+    def accelerators(self) -> list[AcceleratorOffer]:
+        """What Modal offers: each GPU kind, its counts per container and its hourly price.
+
+        Returns:
+            The offers of x-tui's dated table of Modal's prices (:data:`prices.MODAL`); no
+            call reaches Modal.
+        """
+        return list(prices.MODAL.accelerators)
+
+    def check_offer(self, request: ResourceRequest) -> None:
+        """Refuse an accelerator kind, or a count per container, that Modal does not offer.
+
+        Args:
+            request: The run's resources.
+
+        Raises:
+            ResourceError: Naming the alternative refused and what Modal offers.
+        """
+        check_offer(request, prices.MODAL.accelerators, backend=NAME)
+
     def request(
-        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+        self,
+        spec: JobSpec,
+        *,
+        project: Path,
+        request: ResourceRequest | None = None,
+        extensions: JobExtensions | None = None,
     ) -> ModalRequest:
         """What submitting ``spec`` would ask Modal for.
 
@@ -90,10 +133,13 @@ class ModalBackend:
             project: The project root.
             request: The job's resources as written (alternatives, exact kinds); the spec's when
                 ``None``.
+            extensions: The job's dependencies, secrets (by name) and retries.
 
         Raises:
+            ResourceError: If Modal does not offer the accelerator (a ``ConfigError``).
             ConfigError: If Modal would refuse the job (timeout, mounts, accelerator).
         """
+        self.check_offer(request if request is not None else request_from_resources(spec.resources))
         digest = worker_digest()
         return build_request(
             spec,
@@ -102,30 +148,46 @@ class ModalBackend:
             worker_file=self.state_dir / "worker" / digest / WORKER_NAME,
             worker_digest=digest,
             request=request,
+            extensions=extensions,
         )
 
     def plan(
-        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+        self,
+        spec: JobSpec,
+        *,
+        project: Path,
+        request: ResourceRequest | None = None,
+        extensions: JobExtensions | None = None,
     ) -> Mapping[str, JsonValue]:
-        """The image layers, function options and Volumes ``submit`` would use; no Modal call.
+        """The image layers, function options, Volumes and secret names ``submit`` would use.
+
+        No Modal call is made and no secret's value is read.
 
         Args:
             spec: The job.
             project: The project root.
             request: The job's resources as written; the spec's when ``None``.
+            extensions: The job's dependencies, secrets (by name) and retries.
 
         Returns:
             The request as JSON.
 
         Raises:
+            ResourceError: If Modal does not offer the accelerator (a ``ConfigError``).
             ConfigError: If Modal would refuse the job (timeout, mounts, accelerator).
         """
-        return self.request(spec, project=project, request=request).to_json()
+        return self.request(spec, project=project, request=request, extensions=extensions).to_json()
 
     # Submitting ------------------------------------------------------------------------------
 
     def submit(
-        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+        self,
+        spec: JobSpec,
+        *,
+        project: Path,
+        request: ResourceRequest | None = None,
+        extensions: JobExtensions | None = None,
+        secrets: SecretValues | None = None,
     ) -> RunHandle:
         """Build the image and spawn the worker in a detached app; return at once.
 
@@ -133,17 +195,22 @@ class ModalBackend:
             spec: The job.
             project: The project root.
             request: The job's resources as written; the spec's when ``None``.
+            extensions: The job's dependencies (image layers), secrets (by name) and retries
+                (the worker's ``--retries``).
+            secrets: The captured values, by their name in the task: given to Modal in
+                ``Secret.from_dict`` only, never written to a file, a handle or an argument.
 
         Returns:
             The run's handle; its details name the app and the call.
 
         Raises:
+            ResourceError: If Modal does not offer the accelerator; nothing is built.
             ConfigError: If Modal would refuse the job; nothing is built.
             BackendUnavailableError: If Modal has no credentials here, or refuses them.
             ProviderError: If Modal did not answer in time or failed (the image did not build,
-                the image builder is too old for ``Image.uv_sync``...).
+                the image builder is too old for ``Image.uv_sync``, a named Secret is missing...).
         """
-        planned = self.request(spec, project=project, request=request)
+        planned = self.request(spec, project=project, request=request, extensions=extensions)
         run = new_run(spec, project, settings=self.settings.table())
         credentials.require_credentials()
         modal = sdk.import_modal()
@@ -159,9 +226,12 @@ class ModalBackend:
                 mount.path: found
                 for mount, found in zip(planned.volumes, [outputs_volume, *mounts], strict=True)
             },
+            secrets=sdk.secrets(
+                modal, secrets or {}, planned.platform_secrets, planned.environment
+            ),
             **planned.function.keywords(),
         )(container_function())
-        arguments = {
+        arguments: dict[str, str | None] = {
             "spec_json": dumps_compact(spec),
             "run_id": run.run_id,
             "python": planned.python,
@@ -171,6 +241,8 @@ class ModalBackend:
             "volume": self.settings.outputs_volume,
             "environment": planned.environment,
         }
+        if planned.retries:
+            arguments["retries_json"] = json.dumps(dict(planned.retries))
         lock = threading.Lock()
         spawned: dict[str, tuple[str, str]] = {}
         abandoned = threading.Event()

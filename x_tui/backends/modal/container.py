@@ -1,8 +1,10 @@
 """The function the worker runs in, inside the Modal container, where x-tui is not installed.
 
-``run_worker`` starts the worker zipapp on the project's interpreter, commits the outputs Volume
-every few seconds while it runs (so a peek from here sees the manifest and ``devices.log`` fill
-in) and once more at the end, and returns whether every task succeeded.
+``run_worker`` starts the worker zipapp on the project's interpreter (with ``--retries`` when the
+job retries a task), commits the outputs Volume every few seconds while it runs (so a peek from
+here sees the manifest and ``devices.log`` fill in) and once more at the end, and returns whether
+every task succeeded. The job's secrets are in the container's environment (Modal puts them
+there), which the worker and its tasks inherit; they are never arguments of the function.
 
 It must never reference anything but builtins and the standard library, imported inside its body:
 Modal pickles a ``serialized=True`` function *by reference* when its module is importable here
@@ -35,6 +37,7 @@ def run_worker(
     outputs: str,
     volume: str,
     environment: str | None,
+    retries_json: str | None = None,
     commit_seconds: float = COMMIT_SECONDS,
 ) -> bool:
     """Run the job's worker in the container and commit its outputs.
@@ -48,6 +51,8 @@ def run_worker(
         outputs: The outputs Volume's mount path.
         volume: The outputs Volume's name, to commit it.
         environment: The Modal environment the Volume is in.
+        retries_json: The worker's retries table as JSON text (``{"<task>": more attempts}``),
+            written to a file given to the worker as ``--retries``; ``None`` retries nothing.
         commit_seconds: How often to commit while the worker runs.
 
     Returns:
@@ -72,6 +77,11 @@ def run_worker(
     with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
         handle.write(spec_json)
     command = [python, worker, "--spec", spec_path, "--project", project, "--outputs", run_dir]
+    if retries_json is not None:
+        descriptor, retries_path = tempfile.mkstemp(prefix="x-tui-retries-", suffix=".json")
+        with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+            handle.write(retries_json)
+        command += ["--retries", retries_path]
     process = subprocess.Popen(command, cwd=project)
     while True:
         try:

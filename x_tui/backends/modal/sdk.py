@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any, Final
 
@@ -73,6 +74,34 @@ def volume(modal: ModuleType, mount: VolumeMount, environment: str | None) -> An
     return found.read_only() if mount.read_only else found
 
 
+def secrets(
+    modal: ModuleType,
+    values: Mapping[str, str],
+    platform: Sequence[str],
+    environment: str | None,
+) -> list[Any]:
+    """The function's ``secrets``: the captured values, then each Modal Secret by name.
+
+    The values go to Modal in ``Secret.from_dict`` alone, which Modal keeps as a Secret of the
+    app and puts in the container's environment; nothing here writes or prints them.
+
+    Args:
+        modal: The ``modal`` module.
+        values: The captured values, by their name in the task (none: no ``from_dict``).
+        platform: The Modal Secrets the job names (``secrets.platform``).
+        environment: The Modal environment they are looked up in.
+
+    Returns:
+        ``Secret.from_dict(values)`` when there are values, then ``Secret.from_name(name)`` for
+        each name, in order.
+    """
+    made: list[Any] = []
+    if values:
+        made.append(modal.Secret.from_dict(dict(values)))
+    made += [modal.Secret.from_name(name, environment_name=environment) for name in platform]
+    return made
+
+
 def is_modal_error(error: BaseException) -> bool:
     """Whether ``error`` is one of Modal's own errors (``modal.exception.Error``)."""
     exception = importlib.import_module("modal.exception")
@@ -103,6 +132,12 @@ def provider_error(error: BaseException, *, what: str) -> UserError:
     if isinstance(error, exception.ConnectionError):
         return ProviderError(
             f"could not reach Modal while {what} ({text}); check this machine's network connection"
+        )
+    if isinstance(error, exception.NotFoundError) and "Secret" in str(error):
+        return ProviderError(
+            f"Modal has no such Secret ({text}) in this environment; create it in Modal's"
+            " dashboard or with `modal secret create NAME KEY=VALUE`, or remove it from the job's"
+            " secrets.platform"
         )
     if isinstance(error, exception.ImageBuildError):
         return ProviderError(

@@ -5,7 +5,10 @@ layers and bake ``copy=True`` directories into ``$FAKE_MODAL_ROOT/images`` (hono
 ``App.run`` "builds" them and mints an app id; ``Function.spawn`` runs the function for real in a
 child interpreter (the "container", where ``x_tui`` cannot be imported), with the container paths
 in its arguments mapped to the baked directories, the project interpreter and one directory per
-Volume. What the real SDK raises, this raises: the builtin ``TimeoutError`` from
+Volume, and the function's Secrets in its environment (never in a file: a named Secret's values
+come from ``$FAKE_MODAL_ROOT/secrets/<name>.json``, the fake's own store, which a test writes as a
+user would create a Secret in Modal's dashboard). What the real SDK raises, this raises: the
+builtin ``TimeoutError`` from
 ``FunctionCall.get(timeout=0)`` while a call runs, ``AuthError`` from any RPC without a token,
 ``FileNotFoundError`` from ``Volume.read_file`` of a missing file, and so on. Every public call is
 recorded in ``api.jsonl`` so a test can check each one against the real SDK's signatures.
@@ -40,7 +43,7 @@ from modal._fake import (
 )
 
 __version__ = "1.6.4+fake"
-__all__ = ["App", "Function", "FunctionCall", "Image", "Volume", "exception", "types"]
+__all__ = ["App", "Function", "FunctionCall", "Image", "Secret", "Volume", "exception", "types"]
 
 LAST: dict[str, Any] = {}
 """What was last built: ``function`` (its options), ``image`` (its layers), ``spawn``."""
@@ -103,6 +106,84 @@ def _copy_tree(source: Path, target: Path, patterns: list[str]) -> None:
             destination = target / relative
             destination.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, destination, follow_symlinks=False)
+
+
+def _flat(method: str, packages: tuple[Any, ...]) -> tuple[str, ...]:
+    """Packages as modal flattens them; an option among them is refused, as modal refuses it."""
+    flat: list[str] = []
+    for package in packages:
+        flat.extend(package if isinstance(package, list) else [package])
+    for package in flat:
+        if not isinstance(package, str):
+            raise exception.InvalidError(f"{method}: expected strings, got {package!r}")
+        if package.startswith("-"):
+            raise exception.InvalidError(
+                f"Package list for `Image.{method}` cannot contain other arguments;"
+                " try the `extra_options` parameter instead."
+            )
+    return tuple(flat)
+
+
+class Secret:
+    """A Secret: values given here (``from_dict``), or one kept by the service (``from_name``).
+
+    Its values are held in memory only, and reach a container's environment at spawn.
+    """
+
+    def __init__(self, *, values: dict[str, str] | None, name: str | None, environment: Any):
+        self._values = values
+        self.name = name
+        self.environment_name = environment
+
+    def __repr__(self) -> str:
+        return f"Secret(name={self.name!r})"
+
+    @staticmethod
+    @recorded("Secret.from_dict", bound=False)
+    def from_dict(env_dict: dict[str, str | None] = {}) -> Secret:  # noqa: B006 - modal's own
+        """A Secret of these values (``None`` values are left out, as modal leaves them)."""
+        if not isinstance(env_dict, dict):
+            raise exception.InvalidError("the env_dict argument to Secret.from_dict must be a dict")
+        values = {key: value for key, value in env_dict.items() if value is not None}
+        for key, value in values.items():
+            if not isinstance(key, str) or not isinstance(value, str):
+                raise exception.InvalidError(f"Secret.from_dict: {key!r} must map a str to a str")
+        return Secret(values=values, name=None, environment=None)
+
+    @staticmethod
+    @recorded("Secret.from_name", bound=False)
+    def from_name(
+        name: str,
+        *,
+        environment_name: str | None = None,
+        required_keys: list[str] = [],  # noqa: B006 - modal's own default
+        client: Any = None,
+    ) -> Secret:
+        """A lazy reference to a Secret the service keeps; looked up when the app runs."""
+        return Secret(values=None, name=name, environment=environment_name)
+
+    def describe(self) -> dict[str, Any]:
+        """What a test may see of it: its name, or the names of its values; never a value."""
+        if self._values is not None:
+            return {"from_dict": sorted(self._values)}
+        return {"from_name": self.name, "environment_name": self.environment_name}
+
+    def resolve(self) -> dict[str, str]:
+        """Its values, looking a named one up in the fake's store as the app starts.
+
+        Raises:
+            NotFoundError: If the service keeps no Secret of that name.
+        """
+        if self._values is not None:
+            return dict(self._values)
+        rpc("Secret.from_name")
+        stored = read_json(root() / "secrets" / f"{self.name}.json")
+        if stored is None:
+            environment = self.environment_name or "main"
+            raise exception.NotFoundError(
+                f"Secret '{self.name}' not found in environment '{environment}'"
+            )
+        return {str(key): str(value) for key, value in stored.items()}
 
 
 class Image:
@@ -172,6 +253,54 @@ class Image:
         if not str(remote_path).startswith("/"):
             raise exception.InvalidError("add_local_file: remote_path must be an absolute path")
         return self._then("add_local_file", (str(local_path), remote_path), {"copy": copy})
+
+    @recorded("Image.apt_install")
+    def apt_install(
+        self,
+        *packages: str | list[str],
+        force_build: bool = False,
+        env: dict[str, str | None] | None = None,
+        secrets: Any = None,
+        gpu: str | None = None,
+    ) -> Image:
+        """Debian packages (recorded, not installed)."""
+        return self._then("apt_install", _flat("apt_install", packages), {})
+
+    @recorded("Image.pip_install")
+    def pip_install(
+        self,
+        *packages: str | list[str],
+        find_links: str | None = None,
+        index_url: str | None = None,
+        extra_index_url: str | None = None,
+        pre: bool = False,
+        extra_options: str = "",
+        force_build: bool = False,
+        env: dict[str, str | None] | None = None,
+        secrets: Any = None,
+        gpu: str | None = None,
+    ) -> Image:
+        """Python packages with pip (recorded, not installed)."""
+        return self._then("pip_install", _flat("pip_install", packages), {})
+
+    @recorded("Image.uv_pip_install")
+    def uv_pip_install(
+        self,
+        *packages: str | list[str],
+        requirements: list[str] | None = None,
+        find_links: str | None = None,
+        index_url: str | None = None,
+        extra_index_url: str | None = None,
+        pre: bool = False,
+        extra_options: str = "",
+        force_build: bool = False,
+        uv_version: str | None = None,
+        env: dict[str, str | None] | None = None,
+        secrets: Any = None,
+        gpu: str | None = None,
+    ) -> Image:
+        """Python packages with uv, into the first ``python`` on ``PATH`` (recorded only)."""
+        return self._then("uv_pip_install", _flat("uv_pip_install", packages), {})
 
     @recorded("Image.run_commands")
     def run_commands(
@@ -386,13 +515,20 @@ class Function:
     """A function of an app."""
 
     def __init__(
-        self, app: App, raw: Callable[..., Any], image: Image | None, volumes: dict[str, Volume]
+        self,
+        app: App,
+        raw: Callable[..., Any],
+        image: Image | None,
+        volumes: dict[str, Volume],
+        secrets: list[Secret],
     ) -> None:
         self.app = app
         self.raw = raw
         self.image = image or Image.debian_slim()
         self.volumes = volumes
+        self.secrets = secrets
         self.paths: dict[str, str] | None = None
+        self.environment: dict[str, str] = {}
 
     @recorded("Function.spawn")
     def spawn(self, *args: Any, **kwargs: Any) -> FunctionCall:
@@ -432,7 +568,7 @@ class Function:
         write_json(calls / f"{call_id}.payload", payload)
         log = (root() / "apps" / f"{self.app.app_id}.log").open("ab")
         fake_dir = str(Path(__file__).resolve().parent.parent)
-        env = {**os.environ, "MODAL_IS_REMOTE": "1"}
+        env = {**os.environ, **self.environment, "MODAL_IS_REMOTE": "1"}
         env["PYTHONPATH"] = os.pathsep.join([fake_dir, env.get("PYTHONPATH", "")]).rstrip(
             os.pathsep
         )
@@ -532,10 +668,14 @@ class App:
                     path: {"name": volume.name, "read_only": volume.is_read_only}
                     for path, volume in volumes.items()
                 },
+                "secrets": [secret.describe() for secret in secrets or []],
                 "module": raw.__module__,
             }
             write_json(root() / "last.json", LAST)
-            function = Function(self, raw, image, dict(volumes))
+            for secret in secrets or []:
+                if not isinstance(secret, Secret):
+                    raise exception.InvalidError(f"secrets must be modal.Secret, not {secret!r}")
+            function = Function(self, raw, image, dict(volumes), list(secrets or []))
             self.functions.append(function)
             return function
 
@@ -557,6 +697,9 @@ class App:
         time.sleep(float(os.environ.get("FAKE_MODAL_BUILD_SECONDS", "0")))
         for function in self.functions:
             function.paths = function.image.build()
+            function.environment = {}
+            for secret in function.secrets:
+                function.environment.update(secret.resolve())
         self.app_id = new_id("ap-", 22)
         self.detached = detach
         write_json(

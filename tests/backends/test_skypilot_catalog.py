@@ -10,7 +10,7 @@ from x_tui.backends.skypilot import SkyPilotBackend
 from x_tui.backends.skypilot.catalog import accelerator_kinds
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.records import JsonValue
-from x_tui.compute.resources import parse_accelerators
+from x_tui.compute.resources import ResourceError, parse_accelerators
 from x_tui.compute.spec import JobSpec, Task
 
 from .fake_sky import fixtures
@@ -122,3 +122,35 @@ def test_without_a_price_the_plan_says_why(
     said = cost(fake_sky, tmp_path, accelerator)
     assert isinstance(said, str)
     assert said.startswith(says)
+
+
+def test_the_picker_gets_each_kind_its_counts_and_a_price_per_accelerator(
+    fake_sky: FakeSky,
+) -> None:
+    seed(fake_sky)
+    offers = {offer.kind: offer for offer in make_backend(fake_sky).accelerators()}
+    assert sorted(offers) == ["A10G", "H100", "L4"]
+    assert offers["H100"].counts == (8,)
+    assert offers["H100"].hourly_usd == round(88.49 / 8, 4)
+    assert offers["A10G"].hourly_usd == 1.006
+    assert offers["H100"].source == "SkyPilot's catalog cache (every cloud)"
+
+
+def test_an_accelerator_the_catalogs_do_not_list_is_refused_before_submitting(
+    fake_sky: FakeSky,
+) -> None:
+    seed(fake_sky)
+    backend = make_backend(fake_sky)
+    with pytest.raises(ResourceError, match=r"skypilot does not offer B200.*H100:8"):
+        backend.check_offer(ResourceRequest(accelerator=parse_accelerators("H100:8,B200:8")))
+    with pytest.raises(ResourceError, match=r"offers H100 in counts of 8 per node, not 4"):
+        backend.check_offer(ResourceRequest(accelerator=parse_accelerators("H100:4")))
+    backend.check_offer(ResourceRequest(accelerator=parse_accelerators("H100:16")))
+
+
+def test_without_catalogs_or_skypilot_nothing_is_refused(fake_sky: FakeSky) -> None:
+    request = ResourceRequest(accelerator=parse_accelerators("B200:8"))
+    make_backend(fake_sky).check_offer(request)  # no catalog cached yet
+    SkyPilotBackend({"sky": "/nowhere/sky", "bucket": {"outputs_bucket": "s3://runs"}}).check_offer(
+        request
+    )

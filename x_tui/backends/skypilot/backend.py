@@ -28,6 +28,7 @@ from x_tui.backends.skypilot.task import TASK_NAME, cluster_name, task_for
 from x_tui.backends.skypilot.transports import BucketTransport, Transport
 from x_tui.compute.backend import Capability, RunState, new_run, stage_run
 from x_tui.compute.errors import ConfigError, ProviderError, UserError
+from x_tui.compute.estimate import AcceleratorOffer, check_offer
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.resources import check_placement, request_from_resources
@@ -74,7 +75,9 @@ class SkyPilotBackend:
             self.transport = CopyTransport(
                 self.settings.copy, runs=self.runs, ssh_config=self._ssh_config
             )
-        self.capabilities = frozenset({Capability.PLAN, Capability.PEEK})
+        self.capabilities = frozenset(
+            {Capability.PLAN, Capability.PEEK, Capability.REQUEST, Capability.ACCELERATORS}
+        )
 
     def _ssh_config(self, cluster: str) -> Path:
         answer = self.bridge.call(
@@ -158,13 +161,49 @@ class SkyPilotBackend:
         }
 
     def offers(self) -> tuple[catalog.Offer, ...]:
-        """The accelerators and hourly prices in SkyPilot's catalog cache, for ``infra``'s cloud.
+        """The machine shapes and hourly prices in SkyPilot's catalog cache, for ``infra``'s cloud.
 
         Raises:
             BackendUnavailableError: If SkyPilot is not installed.
             ProviderError: If the catalog cannot be read in time.
         """
         return catalog.cached_offers(self.bridge, cloud=self.settings.cloud)
+
+    def accelerators(self) -> list[AcceleratorOffer]:
+        """The accelerator kinds SkyPilot's catalog cache prices, their counts per node and price.
+
+        Returns:
+            One offer per kind; empty when SkyPilot has no catalog cached yet.
+
+        Raises:
+            BackendUnavailableError: If SkyPilot is not installed.
+            ProviderError: If the catalog cannot be read in time.
+        """
+        where = self.settings.infra or "every cloud"
+        return catalog.accelerator_offers(
+            self.offers(),
+            spot=self.settings.use_spot,
+            source=f"SkyPilot's catalog cache ({where})",
+        )
+
+    def check_offer(self, request: ResourceRequest) -> None:
+        """Refuse an accelerator kind or count per node the cached catalogs do not list.
+
+        Nothing is refused when there is nothing to check against: SkyPilot not installed here,
+        or no catalog cached yet (SkyPilot itself decides at launch then).
+
+        Args:
+            request: The run's resources.
+
+        Raises:
+            ResourceError: Naming the alternative refused and what the catalogs list.
+        """
+        try:
+            offers = self.accelerators()
+        except UserError:
+            return
+        if offers:
+            check_offer(request, offers, backend=NAME)
 
     def submit(
         self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None

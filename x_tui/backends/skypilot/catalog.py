@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 from x_tui.compute.errors import UserError
+from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import AcceleratorChoice, ResourceRequest
 from x_tui.compute.records import JsonValue
 
@@ -94,6 +95,40 @@ def accelerator_kinds(offers: Iterable[Offer]) -> dict[str, tuple[int, ...]]:
     for offer in offers:
         kinds.setdefault(offer.accelerator, set()).add(int(offer.count))
     return {kind: tuple(sorted(counts)) for kind, counts in sorted(kinds.items())}
+
+
+def accelerator_offers(
+    offers: Iterable[Offer], *, spot: bool, source: str
+) -> list[AcceleratorOffer]:
+    """The catalog's offers as x-tui's picker and cost bound take them: one per kind.
+
+    Each kind's price is per accelerator and hour: the dearest of its shapes' cheapest prices
+    divided by their counts, so a bound made from it holds whichever shape SkyPilot picks.
+
+    Args:
+        offers: The catalog's machine shapes.
+        spot: Price spot instances (shapes without a spot price are left out).
+        source: Where the offers come from, for the picker.
+    """
+    shapes: dict[str, dict[int, float]] = {}
+    for offer in offers:
+        price = offer.hourly(spot=spot)
+        count = int(offer.count)
+        if price is None or count < 1 or count != offer.count:
+            continue
+        cheapest_here = shapes.setdefault(offer.accelerator, {})
+        if count not in cheapest_here or price < cheapest_here[count]:
+            cheapest_here[count] = price
+    return [
+        AcceleratorOffer(
+            kind=kind,
+            counts=tuple(sorted(counts)),
+            hourly_usd=round(max(price / count for count, price in counts.items()), 4),
+            source=source,
+            note="spot prices" if spot else "on-demand prices, cheapest region",
+        )
+        for kind, counts in sorted(shapes.items())
+    ]
 
 
 def cheapest(offers: Iterable[Offer], choice: AcceleratorChoice, *, spot: bool) -> Offer | None:

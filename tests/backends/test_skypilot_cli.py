@@ -1,0 +1,147 @@
+"""The headless CLI with ``backend = "skypilot"``: plan, run, status, logs, cancel, for real.
+
+Until x-tui's metadata declares the ``skypilot`` entry point, the subprocess finds it through a
+distribution of the tests' own on ``PYTHONPATH`` (same name, same value).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from x_tui.compute.store import RunStore
+
+from .fake_sky import fixtures
+from .fake_sky.harness import (
+    FakeSky,
+    S3Server,
+    entry_point_path,
+    make_locked_project,
+    run_cli,
+    sky_pyproject,
+)
+
+fake_sky = fixtures.fake_sky
+s3 = fixtures.s3
+sky_tool = fixtures.sky_tool
+
+JOBS = """\
+[tool.substrax.compute.jobs.hello]
+commands = { hi = ["python", "-c", "print('hi from the cluster', flush=True)"] }
+timeout_seconds = 120
+resources = { accelerator = ["H100:8", "A100-80GB:8"], cpu = 16, memory = "64Gi" }
+
+[tool.substrax.compute.jobs.slow]
+timeout_seconds = 900
+
+[tool.substrax.compute.jobs.slow.commands]
+sleeps = ["python", "-c", "import time; print('sleeping', flush=True); time.sleep(600)"]
+"""
+
+
+@pytest.fixture
+def bucket(s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
+    for name, value in s3.environment.items():
+        monkeypatch.setenv(name, value)
+    return s3.make_bucket(f"cli-{tmp_path.name.lower().replace('_', '-')[-40:]}")
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(tmp_path / "state"))
+    return {**os.environ, "PYTHONPATH": str(entry_point_path(tmp_path / "entry-point"))}
+
+
+@pytest.fixture
+def project(fake_sky: FakeSky, bucket: str, tmp_path: Path) -> Path:
+    root = make_locked_project(tmp_path / "project", {})
+    (root / "pyproject.toml").write_text(
+        sky_pyproject(fake_sky.tool.link, "bucket", {"outputs_bucket": bucket}, JOBS)
+    )
+    return root
+
+
+def test_plan_prints_the_skypilot_task_submit_would_launch_and_launches_nothing(
+    fake_sky: FakeSky, project: Path, env: dict[str, str], bucket: str
+) -> None:
+    done = run_cli(["plan", "hello", "--backend", "skypilot", "--json"], cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    planned = json.loads(done.stdout)
+    request = planned["provider_request"]
+    task = request["task"]
+    assert task["name"] == request["cluster"]
+    assert task["name"].startswith("sx-hello-")
+    assert task["workdir"] == str(project.resolve())
+    assert task["resources"] == {
+        "use_spot": False,
+        "accelerators": ["H100:8", "A100-80GB:8"],
+        "cpus": "16+",
+        "memory": "65536MB+",
+    }
+    assert task["file_mounts"]["/outputs"] == {"source": bucket, "mode": "MOUNT"}
+    assert "uv sync --frozen" in task["setup"].split("\n")
+    assert "worker.pyz" in task["run"]
+    assert request["transport"] == "bucket"
+    assert request["cost"].startswith("no estimate: SkyPilot's catalog cache has no price")
+    assert fake_sky.requests("launch") == []
+    assert fake_sky.launches() == []
+
+
+def test_run_submits_follows_and_fetches(
+    fake_sky: FakeSky, project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    done = run_cli(["run", "hello", "--into", str(tmp_path / "runs")], cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    run_id = lines[0].split()[1]
+    assert lines[0] == f"Submitted {run_id} to skypilot."
+    assert "[hi] hi from the cluster" in lines
+    assert lines[-1] == f"{run_id} succeeded; outputs in {tmp_path / 'runs' / run_id}."
+    assert (tmp_path / "runs" / run_id / "hi" / "stdout.log").read_text() == "hi from the cluster\n"
+    assert len(fake_sky.launches()) == 1
+
+
+def test_cancel_stops_a_running_run_and_status_says_cancelled(
+    fake_sky: FakeSky, project: Path, env: dict[str, str], tmp_path: Path
+) -> None:
+    done = run_cli(["run", "slow", "--detach"], cwd=project, env=env)
+    assert done.returncode == 0, done.stderr
+    run_id = done.stdout.split()[1]
+    deadline = time.monotonic() + 120
+    while "sleeping" not in "".join(run_cli(["logs", run_id], cwd=project, env=env).stdout):
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.2)
+    cancelled = run_cli(["cancel", run_id], cwd=project, env=env)
+    assert cancelled.returncode == 0, cancelled.stderr
+    status = run_cli(["status", run_id], cwd=project, env=env)
+    assert "cancelled" in status.stdout
+    assert fake_sky.clusters() == []
+    handle = RunStore(tmp_path / "state" / "compute" / "runs").load(run_id)
+    assert handle.details["transport"] == "bucket"
+
+
+def test_a_cancel_whose_steps_fail_names_each_failure_and_exits_1(
+    fake_sky: FakeSky, project: Path, env: dict[str, str]
+) -> None:
+    done = run_cli(["run", "slow", "--detach"], cwd=project, env=env)
+    run_id = done.stdout.split()[1]
+    deadline = time.monotonic() + 120
+    while "running" not in run_cli(["status", run_id], cwd=project, env=env).stdout:
+        assert time.monotonic() < deadline, "the run never started"
+        time.sleep(0.2)
+    fake_sky.fail("cancel", "ssh: connect to host 10.0.0.2 port 22: Connection timed out")
+    fake_sky.fail("down", "Failed to terminate the instances: PermissionDenied")
+    cancelled = run_cli(["cancel", run_id], cwd=project, env=env)
+    assert cancelled.returncode == 1
+    job, teardown = cancelled.stderr.splitlines()
+    assert job.startswith(f"x-tui: cancel {run_id}: SkyPilot failed while cancelling the job:")
+    assert job.endswith("CommandError: ssh: connect to host 10.0.0.2 port 22: Connection timed out")
+    assert teardown.startswith(f"x-tui: cancel {run_id}: SkyPilot failed while tearing down sx-")
+    assert teardown.endswith("Failed to terminate the instances: PermissionDenied")
+    fake_sky.release("fail-cancel")
+    fake_sky.release("fail-down")
+    assert run_cli(["cancel", run_id], cwd=project, env=env).returncode == 0

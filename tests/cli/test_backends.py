@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from typing import TYPE_CHECKING
@@ -13,6 +14,8 @@ from x_tui.backends.local_machine import offers as local_offers
 from x_tui.compute.prices import MODAL, MODAL_DATE
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from conftest import Cli
 
 MODAL_TABLE = """
@@ -158,18 +161,48 @@ def test_the_local_backend_never_refuses_an_accelerator_it_does_not_have(cli: Cl
     assert json.loads(result.stdout)["provider_request"]["requested"] == "TPU-v4"
 
 
+_PLAIN_BACKEND = """
+from x_tui.backends.local import LocalBackend
+
+
+class PlainBackend(LocalBackend):
+    \"\"\"A third-party backend that declares no optional ability.\"\"\"
+
+    name = "plain"
+    capabilities = frozenset()
+"""
+
+
+def _register_plain_backend(cli: Cli, tmp_path: Path) -> None:
+    """Install a third-party backend the way a distribution does: an entry point."""
+    site = tmp_path / "site"
+    dist = site / "plain_backend-1.0.dist-info"
+    dist.mkdir(parents=True)
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: plain-backend\nVersion: 1.0\n")
+    (dist / "entry_points.txt").write_text("[x_tui.backends]\nplain = plain_backend:PlainBackend\n")
+    (site / "plain_backend.py").write_text(_PLAIN_BACKEND)
+    cli.env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(site), cli.env.get("PYTHONPATH", "")])
+    )
+
+
 def test_a_backend_without_the_extensions_capability_is_never_given_a_job_that_uses_them(
-    cli: Cli,
+    cli: Cli, tmp_path: Path
 ) -> None:
-    jobs = MODAL_TABLE + 'retries = 1\ndependencies = { apt = ["ffmpeg"] }\n'
+    _register_plain_backend(cli, tmp_path)
+    jobs = (
+        "[tool.substrax.compute.jobs.train]\ntimeout_seconds = 60\n"
+        'commands = { train = ["python", "-c", "pass"] }\n'
+        'retries = 1\ndependencies = { apt = ["ffmpeg"] }\n'
+    )
     cli.write_pyproject(jobs=jobs, top='backend = "local"')
 
-    result = cli("plan", "train", "--backend", "modal")
+    result = cli("plan", "train", "--backend", "plain")
 
-    assert result.returncode == 2
+    assert result.returncode == 2, result.stderr
     (line,) = result.stderr.splitlines()
     assert line.startswith(f"x-tui: {cli.project / 'pyproject.toml'}: [tool.substrax.compute.jobs")
-    assert "train] dependencies, retries: the modal backend cannot give x-tui's job extensions" in (
+    assert "train] dependencies, retries: the plain backend cannot give x-tui's job extensions" in (
         line
     )
     # The local backend declares it: the same job plans there.

@@ -227,5 +227,10 @@ def test_without_skypilot_the_plan_says_why_it_has_no_cost(project: Path) -> Non
     assert 'uv tool install "skypilot[<cloud>]"' in cost
 
 
-def test_plan_and_peek_are_declared() -> None:
-    assert capabilities_of(SkyPilotBackend(BUCKET)) == {Capability.PLAN, Capability.PEEK}
+def test_its_abilities_are_declared() -> None:
+    assert capabilities_of(SkyPilotBackend(BUCKET)) == {
+        Capability.PLAN,
+        Capability.PEEK,
+        Capability.REQUEST,
+        Capability.ACCELERATORS,
+    }

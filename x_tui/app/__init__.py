@@ -7,8 +7,13 @@ profile sets ``TEXTUAL_FPS``, which Textual reads once).
 
 from __future__ import annotations
 
+import sys
 from dataclasses import replace
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from x_tui.app.service import Service
 
 
 def run_app(
@@ -44,4 +49,31 @@ def run_app(
 
     app = XTuiApp(project, demo=demo, settings=settings)
     result = app.run()
+    wait_for_submits(app.service)
     return result if isinstance(result, int) else app.return_code or 0
+
+
+def wait_for_submits(service: Service) -> None:
+    """After the app has closed, wait for any submit still going, so its handle is saved.
+
+    A submit the user left (a first image build can take many minutes) creates its run whether or
+    not x-tui is open; leaving now would lose the handle, and with it the only way to follow,
+    fetch or cancel that run from here. ``ctrl+c`` stops the wait, saying what is lost.
+
+    Args:
+        service: The app's service.
+    """
+    pending = service.submits.pending()
+    if not pending:
+        return
+    names = ", ".join(f"{submit.job} to {submit.backend}" for submit in pending)
+    print(
+        f"x-tui: waiting for the submit of {names} to finish, so its run's handle is saved"
+        " (ctrl+c stops waiting; a run created after that is not known to x-tui)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        service.submits.wait()
+    except KeyboardInterrupt:
+        print("x-tui: stopped waiting; the submit was abandoned", file=sys.stderr, flush=True)

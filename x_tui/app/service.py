@@ -4,7 +4,8 @@ Every method here may block, so the UI calls them from thread workers only, neve
 loop. Each backend call runs in a thread of its own with a deadline: a call that has not answered
 in time is reported as a :class:`~x_tui.compute.errors.ProviderError` naming the backend, and its
 thread is abandoned (a daemon thread, never joined), so a hung provider cannot hang the UI or
-the worker that asked. Backends rebuilt from run handles are cached per (backend, settings).
+the worker that asked. A submit is the exception: it is never abandoned while the backend may
+still create the run (:mod:`x_tui.app.submits`). Backends are cached per (backend, settings).
 
 This module imports no Textual: a screen gets the service from ``app.service`` and runs its calls
 in ``run_worker(..., thread=True)``.
@@ -19,9 +20,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar, cast
 
+from x_tui.app.submits import (
+    SUBMIT_GRACE_SECONDS,
+    SubmitProgress,
+    SubmitTracker,
+    declared_submit_seconds,
+)
 from x_tui.compute import operations
 from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, RunState, capabilities_of
-from x_tui.compute.errors import ProviderError, UserError
+from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.operations import JobList, Project, RunPlan
 from x_tui.compute.store import RunHandle, RunStore, StoredRuns, default_state_dir
@@ -36,7 +43,8 @@ class Deadlines:
     Attributes:
         status: ``status(handle)``, polled by the run monitor.
         plan: Resolving a job and asking the backend what it would request.
-        submit: Submitting a run (a provider may build an image first).
+        submit: Submitting a run, for a backend that declares no ``submit_seconds`` of its own
+            (one that does, such as Modal, which builds an image first, is waited for that long).
         cancel: Cancelling a run.
         fetch: Copying a run's outputs here.
         peek: Reading one file of a running run's outputs.
@@ -141,6 +149,7 @@ class Service:
         self._refused: dict[tuple[str, str], UserError] = {}
         self._lock = threading.Lock()
         self._spools: dict[str, SpoolState] = {}
+        self.submits = SubmitTracker(self.store)
 
     @property
     def logs_dir(self) -> Path:
@@ -205,25 +214,77 @@ class Service:
             what="plan",
         )
 
-    def submit(self, plan: RunPlan) -> RunHandle:
-        """Submit a planned run and save its handle in the store.
+    def submit(
+        self,
+        plan: RunPlan,
+        *,
+        progress: Callable[[SubmitProgress], object] | None = None,
+        keep_waiting: Callable[[], bool] | None = None,
+    ) -> RunHandle:
+        """Submit a planned run, waiting for as long as its backend says a submit may take.
+
+        The submit runs in a thread of its own and saves the run's handle the moment the backend
+        returns it, even when nobody waits any more (see :mod:`x_tui.app.submits`).
 
         Args:
             plan: What :meth:`plan` returned.
+            progress: Told how long the submit has taken, each second, while it goes on.
+            keep_waiting: Asked each second; waiting stops once it is false (the submit goes on).
 
         Returns:
-            The run's handle.
+            The run's handle, already saved in the store.
 
         Raises:
             UserError: If the backend refuses the run.
-            ProviderError: If the backend did not answer within the submit deadline.
+            SubmitStillGoing: If waiting stopped first (the deadline of :meth:`submit_deadline`
+                passed, or ``keep_waiting`` turned false); the run is kept if it is created.
         """
-        return call_with_deadline(
-            lambda: operations.submit_run(plan, store=self.store),
-            seconds=self.deadlines.submit,
-            backend=plan.backend,
-            what="submit",
+        limit, builds_image = self.submit_deadline(plan)
+        return self.submits.submit(
+            plan,
+            limit=limit,
+            builds_image=builds_image,
+            progress=progress,
+            keep_waiting=keep_waiting,
         )
+
+    def submit_deadline(self, plan: RunPlan) -> tuple[float, bool]:
+        """How long a submit of ``plan`` is waited for, and whether its backend declared that.
+
+        Returns:
+            ``(seconds, declared)``: the backend's ``submit_seconds`` plus a grace for staging
+            and saving when it declares one, else the service's ``deadlines.submit``.
+        """
+        try:
+            backend = self.plan_backend(plan)
+        except UserError:  # the submit itself says why the backend cannot be built
+            return self.deadlines.submit, False
+        declared = declared_submit_seconds(backend)
+        if declared is None:
+            return self.deadlines.submit, False
+        return max(declared + SUBMIT_GRACE_SECONDS, self.deadlines.submit), True
+
+    def plan_backend(self, plan: RunPlan) -> ComputeBackend:
+        """The backend a plan goes to, built from the plan's settings (cached).
+
+        Raises:
+            UserError: If that backend is not installed or refuses the settings.
+        """
+        from x_tui.compute.registry import load_backend
+
+        key = (plan.backend, frozen_settings(plan.settings))
+        with self._lock:
+            cached = self._backends.get(key)
+        if cached is not None:
+            return cached
+        try:
+            built = load_backend(plan.backend, plan.settings)
+        except (ValueError, LookupError) as error:
+            if isinstance(error, UserError):
+                raise
+            raise ConfigError(f"backend {plan.backend!r}: {error}") from None
+        with self._lock:
+            return self._backends.setdefault(key, built)
 
     # Runs -----------------------------------------------------------------------------------
 

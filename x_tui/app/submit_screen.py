@@ -11,9 +11,10 @@ submitted and the fields stay as they were.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from rich.console import Group, RenderableType
@@ -26,14 +27,16 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.worker import get_current_worker
 
-from x_tui.app.actions import describe_error, notify, service_of
+from x_tui.app.actions import describe_error, monitor_of, notify, service_of
+from x_tui.app.submits import SubmitProgress, SubmitStillGoing
 from x_tui.compute import operations
 from x_tui.compute.operations import Project, RunPlan
 from x_tui.compute.records import JsonValue
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.safe_text import safe_text
-from x_tui.widgets.spec_view import spec_summary, tasks_table
+from x_tui.widgets.spec_view import format_seconds, spec_summary, tasks_table
 
 DEBOUNCE_SECONDS = 0.3
 """How long the fields must stay unchanged before the preview is planned again."""
@@ -287,20 +290,50 @@ class SubmitScreen(Screen[None]):
         self.submitting = True
         self.query_one("#submit-go", Button).disabled = True
         self._status(Text("Submitting…", style="bold"))
-        self._submit(self.project, self._fields())
+        project, fields, app = self.project, self._fields(), self.app
+        # An app worker, not this screen's: the submit goes on if the user leaves the screen.
+        app.run_worker(
+            lambda: self._submit(app, project, fields),
+            thread=True,
+            group=f"submit-{self.job}",
+            exit_on_error=False,
+            description=f"submit {self.job}",
+        )
 
-    @work(thread=True, exclusive=True, group="submit-go", exit_on_error=False)
-    def _submit(self, project: Project, fields: _Fields) -> None:
-        service = service_of(self.app)
+    def _submit(self, app: App[object], project: Project, fields: _Fields) -> None:
+        service = service_of(app)
+        worker = get_current_worker()
         try:
             plan = service.plan(
                 project, self.job, backend=fields.backend, accelerator=fields.accelerator
             )
-            handle = service.submit(plan)
-        except Exception as error:  # nothing was submitted, or the backend said why not
-            self.app.call_from_thread(self._submit_failed, describe_error(error))
+            handle = service.submit(
+                plan,
+                progress=lambda progress: _from_thread(app, self._progress, progress),
+                keep_waiting=lambda: not worker.is_cancelled,
+            )
+        except SubmitStillGoing as going:  # the run is kept if the backend creates it
+            _from_thread(app, self._still_going, str(going))
             return
-        self.app.call_from_thread(self._submitted, handle)
+        except Exception as error:  # nothing was submitted, or the backend said why not
+            _from_thread(app, self._submit_failed, describe_error(error))
+            return
+        _from_thread(app, self._submitted, handle)
+
+    def _progress(self, progress: SubmitProgress) -> None:
+        if not self.is_attached or not self.submitting:
+            return
+        text = Text("Submitting to ", style="bold")
+        text.append_text(safe_text(progress.backend, "bold"))
+        text.append(f": {progress.doing} ({format_seconds(progress.elapsed)})", style="bold")
+        text.append("  escape leaves it going; the run will appear in the runs table", "dim")
+        self._status(text)
+
+    def _still_going(self, reason: str) -> None:
+        self.submitting = False
+        notify(self.app, reason, severity="warning")
+        if self.is_attached:
+            self._status(safe_text(reason, "bold dark_orange"))
 
     def _submit_failed(self, reason: str) -> None:
         self.submitting = False
@@ -315,6 +348,9 @@ class SubmitScreen(Screen[None]):
 
         self.submitted = handle
         self.submitting = False
+        monitor = monitor_of(self.app)
+        if monitor is not None:
+            monitor.poll_soon(handle.run_id)
         if self.is_current:
             self.app.switch_screen(RunScreen(handle, follow=True))
         else:
@@ -322,8 +358,21 @@ class SubmitScreen(Screen[None]):
 
     @on(Button.Pressed, "#submit-back")
     def action_back(self) -> None:
-        """Back, submitting nothing."""
+        """Back; a submit under way goes on, and its run appears in the runs table."""
+        if self.submitting:
+            notify(
+                self.app,
+                f"The submit of {self.job} goes on; its run appears in the runs table once"
+                " the backend has created it",
+            )
         self.dismiss(None)
+
+
+def _from_thread(app: App[object], callback: Callable[..., object], *args: object) -> None:
+    """Run ``callback`` on the event loop, unless the app has already closed."""
+    # The app may have closed meanwhile; the submit's handle is saved regardless.
+    with contextlib.suppress(RuntimeError):
+        app.call_from_thread(callback, *args)
 
 
 def _project_of(app: App[object]) -> Project:

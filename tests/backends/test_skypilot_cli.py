@@ -145,3 +145,46 @@ def test_a_cancel_whose_steps_fail_names_each_failure_and_exits_1(
     fake_sky.release("fail-cancel")
     fake_sky.release("fail-down")
     assert run_cli(["cancel", run_id], cwd=project, env=env).returncode == 0
+
+
+EXTENDED = """\
+[tool.substrax.compute.jobs.extended]
+timeout_seconds = 300
+secrets = { env = ["API_TOKEN"], env_mapping = { STAGE_NAME = "STAGE" } }
+retries = { tasks = { flaky = 1 } }
+
+[tool.substrax.compute.jobs.extended.commands]
+flaky = ["python", "-c", "import os, sys; first = not os.path.exists('tried'); open('tried', 'w'); print('attempt', flush=True); sys.exit(1 if first else 0)"]
+secret = ["python", "-c", "import os, pathlib; pathlib.Path(os.environ['AVITAI_OUTPUT_DIR'], 'seen.txt').write_text(os.environ['API_TOKEN'] + ' ' + os.environ['STAGE'])"]
+"""  # noqa: E501
+
+
+def test_secrets_reach_the_tasks_without_touching_a_file_and_failed_tasks_are_retried(
+    fake_sky: FakeSky, bucket: str, env: dict[str, str], tmp_path: Path
+) -> None:
+    project = make_locked_project(tmp_path / "extended", {})
+    (project / "pyproject.toml").write_text(
+        sky_pyproject(fake_sky.tool.link, "bucket", {"outputs_bucket": bucket}, EXTENDED)
+    )
+    token = "tok-5f1e2d3c-not-in-any-file"
+    secret_env = {**env, "API_TOKEN": token, "STAGE_NAME": "staging"}
+    planned = run_cli(["plan", "extended", "--json"], cwd=project, env=secret_env)
+    assert planned.returncode == 0, planned.stderr
+    assert json.loads(planned.stdout)["provider_request"]["secrets"] == ["API_TOKEN", "STAGE"]
+    assert token not in planned.stdout
+    done = run_cli(
+        ["run", "extended", "--into", str(tmp_path / "runs")], cwd=project, env=secret_env
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = done.stdout.split()[1]
+    fetched = tmp_path / "runs" / run_id
+    assert (fetched / "secret" / "seen.txt").read_text() == f"{token} staging"
+    attempts = json.loads((fetched / "attempts.json").read_text())
+    flaky = [entry for entry in attempts if entry["task"] == "flaky"]
+    assert [entry["status"] for entry in flaky] == ["failed", "succeeded"]
+    kept = tmp_path / "state"
+    leaked = [
+        path for path in kept.rglob("*") if path.is_file() and token.encode() in path.read_bytes()
+    ]
+    assert leaked == []
+    assert token not in done.stdout + done.stderr

@@ -264,6 +264,7 @@ for config in json.loads(sys.stdin.read()):
         ],
         "mounts": sorted(task.file_mounts or {}),
         "storage": sorted(task.storage_mounts or {}),
+        "secrets": sorted(task.secrets or {}),
     }))
 """
 
@@ -272,6 +273,7 @@ def test_skypilot_reads_the_tasks_x_tui_builds(
     real_sky: Path, sky_home: Path, tmp_path: Path
 ) -> None:
     tasks = planned_tasks(tmp_path)
+    tasks[1]["secrets"] = {"WANDB_API_KEY": "value"}  # as the bridge adds them at launch
     done = subprocess.run(
         [str(real_sky), "-c", READ_TASKS],
         input=json.dumps(tasks),
@@ -289,6 +291,7 @@ def test_skypilot_reads_the_tasks_x_tui_builds(
     assert copy["num_nodes"] == 1
     assert copy["resources"] == [["RunPod", {"L4": 1}, None, None, False, 60]]
     assert "/data" in copy["mounts"]
+    assert copy["secrets"] == ["WANDB_API_KEY"]
 
 
 def test_the_bridge_answers_offline_from_the_real_interpreter(
@@ -330,9 +333,7 @@ def test_the_catalog_is_read_from_skypilots_cache_without_the_network(
 
 
 @pytest.fixture
-def api_server(
-    real_sky: Path, sky_home: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[None]:
+def api_server(real_sky: Path, sky_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     """SkyPilot's API server on a port of its own, started by the first call, then stopped."""
     monkeypatch.setenv("SKYPILOT_API_SERVER_LOCAL_PORT", str(free_port()))
     yield

@@ -9,10 +9,13 @@ import pytest
 from x_tui.backends.skypilot import SkyPilotBackend
 from x_tui.backends.skypilot.task import cluster_name
 from x_tui.compute.backend import Capability, capabilities_of
+from x_tui.compute.dependencies import Dependencies
 from x_tui.compute.errors import ConfigError
-from x_tui.compute.extensions import CpuRequest, ResourceRequest
+from x_tui.compute.extensions import CpuRequest, JobExtensions, ResourceRequest
 from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import parse_accelerators
+from x_tui.compute.retries import RetryPolicy
+from x_tui.compute.secrets import SecretsRequest
 from x_tui.compute.spec import JobSpec, Mount, MountAccess, Resources, Task
 
 from .fake_sky.harness import make_locked_project
@@ -233,4 +236,41 @@ def test_its_abilities_are_declared() -> None:
         Capability.PEEK,
         Capability.REQUEST,
         Capability.ACCELERATORS,
+        Capability.EXTENSIONS,
     }
+
+
+def test_dependencies_are_installed_in_setup_around_the_locked_environment(project: Path) -> None:
+    extensions = JobExtensions(
+        dependencies=Dependencies(
+            python=("torch==2.7.1",), apt=("ffmpeg", "libgl1"), post_install=("make data",)
+        )
+    )
+    planned = SkyPilotBackend(BUCKET).plan(job(), project=project, extensions=extensions)
+    setup = str(task_of(dict(planned))["setup"]).split("\n")
+    apt = setup.index("DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y ffmpeg libgl1")
+    sync = setup.index("uv sync --frozen")
+    pip = setup.index("uv pip install torch==2.7.1")
+    assert setup[0] == "set -e"
+    assert apt < sync < pip < setup.index("make data")
+
+
+def test_retries_reach_the_worker_and_secrets_are_named_never_valued(project: Path) -> None:
+    extensions = JobExtensions(
+        retries=RetryPolicy(default=2), secrets=SecretsRequest(env=("WANDB_API_KEY",))
+    )
+    planned = dict(SkyPilotBackend(BUCKET).plan(job(), project=project, extensions=extensions))
+    run_id = str(planned["run_id"]).split()[0]
+    task = task_of(planned)
+    assert f'--retries "$HOME/.x-tui/{run_id}/retries.json"' in str(task["run"])
+    mounts = task["file_mounts"]
+    assert isinstance(mounts, dict)
+    assert f"~/.x-tui/{run_id}/retries.json" in mounts
+    assert planned["secrets"] == ["WANDB_API_KEY"]
+    assert "secrets" not in task
+
+
+def test_skypilot_side_secrets_are_refused_saying_what_to_do(project: Path) -> None:
+    extensions = JobExtensions(secrets=SecretsRequest(platform=("hf-token",)))
+    with pytest.raises(ConfigError, match=r"secrets.platform = \['hf-token'\].*secrets.env"):
+        SkyPilotBackend(BUCKET).plan(job(), project=project, extensions=extensions)

@@ -22,16 +22,18 @@ from x_tui.backends.skypilot import catalog, logs
 from x_tui.backends.skypilot.bridge import Bridge, ClusterGone
 from x_tui.backends.skypilot.copy_transport import CopyTransport
 from x_tui.backends.skypilot.launch_records import LAUNCH_LOG, REQUEST, Launch, RunRecords
+from x_tui.backends.skypilot.planning import check_job, plan_document
 from x_tui.backends.skypilot.reconcile import queued_state, reconcile_launch, stop_run
 from x_tui.backends.skypilot.settings import SkyPilotSettings
 from x_tui.backends.skypilot.task import TASK_NAME, cluster_name, task_for
 from x_tui.backends.skypilot.transports import BucketTransport, Transport
 from x_tui.compute.backend import Capability, RunState, new_run, stage_run
-from x_tui.compute.errors import ConfigError, ProviderError, UserError
+from x_tui.compute.errors import ProviderError, UserError
 from x_tui.compute.estimate import AcceleratorOffer, check_offer
-from x_tui.compute.extensions import ResourceRequest
+from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.records import JsonValue, dump_record
-from x_tui.compute.resources import check_placement, request_from_resources
+from x_tui.compute.retries import write_retries_file
+from x_tui.compute.secrets import SecretValues
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir, new_run_id
 from x_tui.compute.worker_bundle import write_worker_zipapp
@@ -76,7 +78,13 @@ class SkyPilotBackend:
                 self.settings.copy, runs=self.runs, ssh_config=self._ssh_config
             )
         self.capabilities = frozenset(
-            {Capability.PLAN, Capability.PEEK, Capability.REQUEST, Capability.ACCELERATORS}
+            {
+                Capability.PLAN,
+                Capability.PEEK,
+                Capability.REQUEST,
+                Capability.ACCELERATORS,
+                Capability.EXTENSIONS,
+            }
         )
 
     def _ssh_config(self, cluster: str) -> Path:
@@ -95,20 +103,30 @@ class SkyPilotBackend:
     # Planning and submitting -------------------------------------------------------------------
 
     def _check(
-        self, spec: JobSpec, project: Path, request: ResourceRequest | None
+        self,
+        spec: JobSpec,
+        project: Path,
+        request: ResourceRequest | None,
+        extensions: JobExtensions,
     ) -> ResourceRequest:
-        wanted = request if request is not None else request_from_resources(spec.resources)
-        check_placement(wanted, multi_node=True, backend=NAME)
-        if not (project / "uv.lock").is_file():
-            raise ConfigError(
-                f"the skypilot backend installs the project's locked environment on the cluster"
-                f" (uv sync --frozen), and {project} has no uv.lock; run `uv lock` there"
-            )
-        self.transport.check_job(spec, wanted)
-        return wanted
+        return check_job(
+            spec,
+            project=project.resolve(),
+            request=request,
+            extensions=extensions,
+            transport=self.transport,
+            backend=NAME,
+        )
 
     def _task(
-        self, spec: JobSpec, *, project: Path, run_id: str, run_dir: Path, request: ResourceRequest
+        self,
+        spec: JobSpec,
+        *,
+        project: Path,
+        run_id: str,
+        run_dir: Path,
+        request: ResourceRequest,
+        extensions: JobExtensions,
     ) -> dict[str, JsonValue]:
         return task_for(
             spec,
@@ -118,10 +136,16 @@ class SkyPilotBackend:
             request=request,
             settings=self.settings,
             transport=self.transport,
+            extensions=extensions,
         )
 
     def plan(
-        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+        self,
+        spec: JobSpec,
+        *,
+        project: Path,
+        request: ResourceRequest | None = None,
+        extensions: JobExtensions | None = None,
     ) -> Mapping[str, JsonValue]:
         """The SkyPilot task ``submit`` would launch, and its hourly cost when the catalog says.
 
@@ -133,16 +157,19 @@ class SkyPilotBackend:
             project: The project root.
             request: The job's resources as written (alternatives, nodes); the spec's when
                 ``None``.
+            extensions: The job's dependencies (setup), secrets (named only) and retries.
 
         Returns:
             ``cluster``, ``transport``, ``launch`` (``down``, ``idle_minutes_to_autostop``),
-            ``task``, and ``cost`` (the catalog's estimate, or why there is none).
+            ``task``, ``secrets`` (the names the tasks see; the values go with the launch), and
+            ``cost`` (the catalog's estimate, or why there is none).
 
         Raises:
             ConfigError: If the job cannot run on this backend (no uv.lock, a mount the
-                transport cannot carry).
+                transport cannot carry, SkyPilot-side secrets).
         """
-        wanted = self._check(spec, project.resolve(), request)
+        wanted_extensions = extensions or JobExtensions()
+        wanted = self._check(spec, project, request, wanted_extensions)
         run_id = new_run_id(spec.name)
         task = self._task(
             spec,
@@ -150,15 +177,17 @@ class SkyPilotBackend:
             run_id=run_id,
             run_dir=self.runs / run_id,
             request=wanted,
+            extensions=wanted_extensions,
         )
-        return {
-            "run_id": f"{run_id} (an example; each submit names a fresh one)",
-            "cluster": cluster_name(run_id),
-            "transport": self.transport.name,
-            "launch": {"down": True, "idle_minutes_to_autostop": self.transport.idle_minutes},
-            "task": task,
-            "cost": catalog.describe_cost(self.offers, wanted, spot=self.settings.use_spot),
-        }
+        return plan_document(
+            run_id=run_id,
+            task=task,
+            transport=self.transport,
+            extensions=wanted_extensions,
+            request=wanted,
+            offers=self.offers,
+            spot=self.settings.use_spot,
+        )
 
     def offers(self) -> tuple[catalog.Offer, ...]:
         """The machine shapes and hourly prices in SkyPilot's catalog cache, for ``infra``'s cloud.
@@ -206,7 +235,13 @@ class SkyPilotBackend:
             check_offer(request, offers, backend=NAME)
 
     def submit(
-        self, spec: JobSpec, *, project: Path, request: ResourceRequest | None = None
+        self,
+        spec: JobSpec,
+        *,
+        project: Path,
+        request: ResourceRequest | None = None,
+        extensions: JobExtensions | None = None,
+        secrets: SecretValues | None = None,
     ) -> RunHandle:
         """Write the task file and the launch intent, then launch it on a cluster of its own.
 
@@ -217,6 +252,10 @@ class SkyPilotBackend:
             spec: The job.
             project: The project root, synced as the task's workdir.
             request: The job's resources as written; the spec's when ``None``.
+            extensions: The job's dependencies (setup), secrets and retries (``retries.json``
+                beside the spec, for the worker).
+            secrets: The captured values, by their name in the task: sent to SkyPilot with the
+                launch as the task's secrets (redacted in its logs), never written to a file.
 
         Returns:
             The run's handle; its details hold ``cluster``, ``request_id`` and ``transport``.
@@ -226,13 +265,22 @@ class SkyPilotBackend:
             BackendUnavailableError: If SkyPilot is not installed or has no enabled cloud.
             ProviderError: If SkyPilot refused the launch.
         """
-        wanted = self._check(spec, project.resolve(), request)
+        wanted_extensions = extensions or JobExtensions()
+        wanted = self._check(spec, project, request, wanted_extensions)
         run = new_run(spec, project, settings=self.settings.table())
         run_dir = stage_run(self.runs, run)
         write_worker_zipapp(run_dir)
+        write_retries_file(
+            run_dir, wanted_extensions.retries.worker_table([task.name for task in spec.tasks])
+        )
         cluster = cluster_name(run.run_id)
         task = self._task(
-            spec, project=run.project, run_id=run.run_id, run_dir=run_dir, request=wanted
+            spec,
+            project=run.project,
+            run_id=run.run_id,
+            run_dir=run_dir,
+            request=wanted,
+            extensions=wanted_extensions,
         )
         (run_dir / TASK_NAME).write_text(json.dumps(task, indent=2), encoding="utf-8")
         records = RunRecords(run_dir)
@@ -249,6 +297,7 @@ class SkyPilotBackend:
                     "idle_minutes": self.transport.idle_minutes,
                     "record": str(records.path(REQUEST)),
                     "cloud": self.settings.cloud,
+                    "secrets": dict(secrets or {}),
                 },
                 log=run_dir / LAUNCH_LOG,
                 what=f"launching {cluster}",

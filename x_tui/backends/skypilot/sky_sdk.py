@@ -158,7 +158,10 @@ def op_launch(args: dict[str, Any]) -> dict[str, Any]:
     """
     sky = _sky()
     _check_clouds(args.get("cloud"))
-    task = sky.Task.from_yaml_config(json.loads(json.dumps(args["task"])))
+    config = json.loads(json.dumps(args["task"]))
+    if args.get("secrets"):  # the values never were in a file; SkyPilot redacts them in its logs
+        config["secrets"] = dict(args["secrets"])
+    task = sky.Task.from_yaml_config(config)
     request_id = sky.launch(
         task,
         cluster_name=args["cluster"],

@@ -21,8 +21,10 @@ from typing import Final, Protocol
 
 from x_tui.backends.skypilot.settings import SkyPilotSettings
 from x_tui.compute.backend import SPEC_NAME
-from x_tui.compute.extensions import AcceleratorChoice, ResourceRequest
+from x_tui.compute.dependencies import Dependencies
+from x_tui.compute.extensions import AcceleratorChoice, JobExtensions, ResourceRequest
 from x_tui.compute.records import JsonValue
+from x_tui.compute.retries import RETRIES_NAME
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.worker_bundle import WORKER_NAME
 
@@ -93,13 +95,35 @@ def task_resources(
     return resources, request.nodes
 
 
-def setup_script(spec: JobSpec, settings: SkyPilotSettings, transport: TaskTransport) -> str:
-    """The task's ``setup``: prepare the image, sync the locked environment, check the transport."""
+def setup_script(
+    spec: JobSpec,
+    settings: SkyPilotSettings,
+    transport: TaskTransport,
+    dependencies: Dependencies | None = None,
+) -> str:
+    """The task's ``setup``: prepare the image, sync the locked environment, check the transport.
+
+    In order: ``setup_commands``; the job's apt packages; uv (installed if missing); ``uv sync
+    --frozen`` with the job's extras; the job's Python packages into that environment; its
+    ``post_install`` commands; the transport's checks.
+    """
+    wanted = dependencies or Dependencies()
     sync = " ".join(
         ["uv sync --frozen", *(f"--extra {shlex.quote(extra)}" for extra in spec.extras)]
     )
-    lines = ["set -e", *settings.setup_commands, UV_INSTALL, PATH_LINE, sync]
-    return "\n".join([*lines, *transport.setup_lines()])
+    lines = ["set -e", *settings.setup_commands]
+    if wanted.apt:
+        packages = " ".join(shlex.quote(package) for package in wanted.apt)
+        lines += [
+            'if command -v sudo >/dev/null; then SUDO="sudo -E"; else SUDO=""; fi',
+            "$SUDO apt-get update -y",
+            f"DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y {packages}",
+        ]
+    lines += [UV_INSTALL, PATH_LINE, sync]
+    if wanted.python:
+        lines.append("uv pip install " + " ".join(shlex.quote(r) for r in wanted.python))
+    lines += [*wanted.post_install, *transport.setup_lines()]
+    return "\n".join(lines)
 
 
 def run_script(
@@ -109,11 +133,13 @@ def run_script(
     nodes: int,
     settings: SkyPilotSettings,
     transport: TaskTransport,
+    retries: bool = False,
 ) -> str:
     """The task's ``run``: the worker on the run's spec, its outputs where the transport says.
 
     With several nodes SkyPilot runs this on each; the head's outputs are the run's, every other
-    node's go under ``nodes/<rank>/`` of them.
+    node's go under ``nodes/<rank>/`` of them. With ``retries`` the worker reads the run's
+    ``retries.json`` (mounted beside its spec).
     """
     remote = f"$HOME/{REMOTE_RUNS.removeprefix('~/')}/{run_id}"
     worker = " ".join(
@@ -126,6 +152,7 @@ def run_script(
             ".",
             "--outputs",
             '"$OUTPUTS"',
+            *(["--retries", f'"{remote}/{RETRIES_NAME}"'] if retries else []),
         ]
     )
     lines = [PATH_LINE, f'OUTPUTS="{transport.outputs_dir(run_id)}"']
@@ -147,8 +174,11 @@ def task_for(
     request: ResourceRequest,
     settings: SkyPilotSettings,
     transport: TaskTransport,
+    extensions: JobExtensions | None = None,
 ) -> dict[str, JsonValue]:
     """The SkyPilot task that runs ``spec``, as its task file holds it.
+
+    Secrets are not in it: their values go to SkyPilot with the launch, never into a file.
 
     Args:
         spec: The job.
@@ -158,6 +188,8 @@ def task_for(
         request: The job's resources as written.
         settings: The backend's settings.
         transport: The transport, which adds its mounts and wraps the worker.
+        extensions: The job's dependencies (set up) and retries (the worker's ``--retries``,
+            whose file must be in ``run_dir``).
 
     Returns:
         The task: ``name``, ``workdir``, ``num_nodes`` (only above one), ``resources``,
@@ -169,14 +201,18 @@ def task_for(
         f"{remote}/{SPEC_NAME}": str(run_dir / SPEC_NAME),
         f"{remote}/{WORKER_NAME}": str(run_dir / WORKER_NAME),
     }
+    wanted = extensions or JobExtensions()
+    retries = bool(wanted.retries.worker_table([task.name for task in spec.tasks]))
+    if retries:
+        mounts[f"{remote}/{RETRIES_NAME}"] = str(run_dir / RETRIES_NAME)
     transport.add_to_task(spec, resources, mounts)
     task: dict[str, JsonValue] = {"name": cluster_name(run_id), "workdir": str(project)}
     if nodes > 1:
         task["num_nodes"] = nodes
     task["resources"] = resources
     task["file_mounts"] = mounts
-    task["setup"] = setup_script(spec, settings, transport)
+    task["setup"] = setup_script(spec, settings, transport, wanted.dependencies)
     task["run"] = run_script(
-        spec, run_id=run_id, nodes=nodes, settings=settings, transport=transport
+        spec, run_id=run_id, nodes=nodes, settings=settings, transport=transport, retries=retries
     )
     return task

@@ -93,13 +93,14 @@ def _aws(*words: str) -> None:
     )
 
 
-def _environment(cluster: Path, envs: dict[str, Any]) -> dict[str, str]:
+def _environment(cluster: Path, envs: dict[str, Any], secrets: dict[str, Any]) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if key != "VIRTUAL_ENV"}
     home = Path.home()
     if "PYENV_ROOT" not in env and (home / ".pyenv").is_dir():
         env["PYENV_ROOT"] = str(home / ".pyenv")  # this machine's shims, under another HOME
     env.setdefault("UV_CACHE_DIR", str(home / ".cache" / "uv"))
     env.update({key: str(value) for key, value in envs.items()})
+    env.update({key: str(value) for key, value in secrets.items()})
     env.update(
         {
             "HOME": str(cluster / "home"),
@@ -216,7 +217,7 @@ def launch(request_id: str) -> None:
 def run_job(
     name: str, cluster: Path, task: dict[str, Any], mounts: Mounts, options: dict[str, Any]
 ) -> None:
-    env = _environment(cluster, task.get("envs") or {})
+    env = _environment(cluster, task.get("envs") or {}, task.get("secrets") or {})
     workdir = cluster / "home" / "sky_workdir"
     log = cluster / "run.log"
     log.touch()

@@ -7,14 +7,19 @@ from pathlib import Path
 
 import pytest
 
+from x_tui.app.run_screen import RunScreen
 from x_tui.app.settings import (
     LOW_BANDWIDTH_FPS,
     Settings,
     apply_low_bandwidth_environment,
     load_settings,
 )
+from x_tui.compute.manifest import TaskStatus
+from x_tui.compute.store import RunHandle
+from x_tui.widgets.log_view import LogView
 
 from .conftest import asynchronous, make_app, screen_text, wait_until
+from .screens_support import NOW, finished_run
 
 
 def test_a_missing_file_gives_the_defaults(tmp_path: Path) -> None:
@@ -110,3 +115,37 @@ async def test_the_low_bandwidth_profile_turns_animation_off(
     app = make_app(project, settings=Settings(low_bandwidth=True))
     async with app.run_test(size=(80, 24)):
         assert app.animation_level == "none"
+
+
+async def _profile(handle: RunHandle, *, low: bool) -> tuple[list[float], list[bool]]:
+    """The monitor's and runs table's intervals, and each log view's batching, of one app."""
+    app = make_app(None, poll=False, settings=Settings(low_bandwidth=low))
+    async with app.run_test(size=(100, 30)) as pilot:
+        screen = RunScreen(handle, clock=lambda: NOW)
+        await app.push_screen(screen)
+        await wait_until(pilot, lambda: screen.loaded, "the run's files")
+        await wait_until(pilot, lambda: len(screen.query(LogView)) == 2, "the task's log")
+        intervals = [
+            app.monitor.first_interval,
+            app.monitor.max_interval,
+            app.main_screen.runs.min_refresh,
+        ]
+        return intervals, [view.low_bandwidth for view in screen.query(LogView)]
+
+
+@asynchronous
+async def test_the_low_bandwidth_profile_slows_polls_and_redraws_and_batches_every_log(
+    state_dir: Path,
+) -> None:
+    handle = finished_run(
+        state_dir,
+        tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())],
+        worker_log="[train] step 1\n",
+        task_logs={"train": "step 1\n"},
+    )
+    normal, normal_views = await _profile(handle, low=False)
+    slow, slow_views = await _profile(handle, low=True)
+    assert normal_views == [False, False]
+    assert slow_views == [True, True]
+    for usual, slower in zip(normal, slow, strict=True):
+        assert slower > usual

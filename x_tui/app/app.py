@@ -32,9 +32,9 @@ from x_tui.app.messages import (
     RunStatusFailed,
     copy_message,
 )
-from x_tui.app.monitor import RunMonitor
+from x_tui.app.monitor import FIRST_INTERVAL, MAX_INTERVAL, RunMonitor
 from x_tui.app.service import Service
-from x_tui.app.settings import Settings
+from x_tui.app.settings import Settings, refresh_scale
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
 """The directory of the app's ``.tcss`` files (absolute, so a subclass elsewhere finds them)."""
@@ -77,7 +77,15 @@ class XTuiApp(App[int]):
         self.project = project
         self.settings = settings or Settings()
         self.service = service or Service()
-        self.monitor = RunMonitor(self.service, self.post_message, project=project, poll=poll)
+        scale = refresh_scale(self)
+        self.monitor = RunMonitor(
+            self.service,
+            self.post_message,
+            project=project,
+            poll=poll,
+            first_interval=FIRST_INTERVAL * scale,
+            max_interval=MAX_INTERVAL * scale,
+        )
         self.main_screen = MainScreen(project, clock=clock)
         if demo:
             self.sub_title = "demo"

@@ -39,6 +39,7 @@ from textual.widgets import DataTable, Footer, Input, Static
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.service import Service
+from x_tui.app.settings import refresh_scale
 from x_tui.compute.operations import JobList, Project
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.job_browser import JobBrowser
@@ -144,7 +145,7 @@ class MainScreen(Screen[None]):
             yield JobBrowser(id="jobs")
         with Vertical(id="runs-pane", classes="pane"):
             yield Input(placeholder="filter runs: id, job, backend or state", id="runs-filter")
-            yield RunsTable(clock=self._clock, id="runs")
+            yield RunsTable(clock=self._clock, min_refresh=refresh_scale(self.app), id="runs")
             yield Static(id="run-detail")
         yield Footer()
 
@@ -198,9 +199,7 @@ class MainScreen(Screen[None]):
         self.query_one(ProblemPanel).show_problem(project.problem)
         names = list(config.jobs) if config is not None else []
         reason = "No jobs (see above)." if project.problem is not None else "No jobs configured."
-        self.jobs.show_jobs(
-            names, backend=config.backend if config else None, empty_reason=reason
-        )
+        self.jobs.show_jobs(names, backend=config.backend if config else None, empty_reason=reason)
         if names:
             self.run_worker(
                 lambda: self._resolve_jobs(project),
@@ -351,8 +350,12 @@ class MainScreen(Screen[None]):
     def action_reload(self, store: bool = True) -> None:
         """Read the project (and, unless told not to, the run store) again, in workers."""
         self.run_worker(
-            self._read_project, thread=True, exclusive=True, group="project",
-            name="read project", exit_on_error=False,
+            self._read_project,
+            thread=True,
+            exclusive=True,
+            group="project",
+            name="read project",
+            exit_on_error=False,
         )
         monitor = monitor_of(self.app)
         if store and monitor is not None:

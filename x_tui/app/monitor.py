@@ -43,6 +43,12 @@ FIRST_BATCH = 100
 FIRST_PAUSE = 0.1
 """Seconds the first read waits, after posting the newest records, before reading the rest."""
 
+FIRST_INTERVAL = 1.0
+"""Seconds before a new (or changed) run is polled, by default."""
+
+MAX_INTERVAL = 10.0
+"""The longest wait between two polls of an unfinished run, by default."""
+
 
 def _stamp(path: Path | None) -> tuple[int, int] | None:
     if path is None:
@@ -78,8 +84,8 @@ class RunMonitor:
         post: Callable[[Message], object],
         *,
         project: Path | None = None,
-        first_interval: float = 1.0,
-        max_interval: float = 10.0,
+        first_interval: float = FIRST_INTERVAL,
+        max_interval: float = MAX_INTERVAL,
         error_interval: float = 60.0,
         parallel: int = 4,
         poll: bool = True,
@@ -122,6 +128,16 @@ class RunMonitor:
         self._save_lock = threading.Lock()
 
     # Public API -------------------------------------------------------------------------------
+
+    @property
+    def first_interval(self) -> float:
+        """Seconds before a new (or changed) run is polled."""
+        return self._first
+
+    @property
+    def max_interval(self) -> float:
+        """The longest wait between two polls of an unfinished run."""
+        return self._max
 
     @property
     def runs_dir(self) -> Path:

@@ -19,7 +19,7 @@ from pathlib import Path
 from rich.console import Group
 from rich.text import Text
 from textual import on, work
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.content import Content
@@ -37,8 +37,10 @@ from x_tui.app.actions import (
     service_of,
 )
 from x_tui.app.commands import RunCommands
+from x_tui.app.log_views import new_log_view
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
 from x_tui.app.run_sources import STREAMS, RunReader, RunSnapshot
+from x_tui.app.settings import refresh_scale
 from x_tui.compute.backend import RunState
 from x_tui.compute.manifest import TaskStatus
 from x_tui.compute.spec import JobSpec
@@ -76,11 +78,6 @@ FIXED_TABS = ("tab-log", "tab-manifest", "tab-devices", "tab-spec")
 def utc_now() -> dt.datetime:
     """Now, in UTC (the run screen's default clock)."""
     return dt.datetime.now(dt.UTC)
-
-
-def low_bandwidth(app: App[object]) -> bool:
-    """Whether the user chose the low-bandwidth profile (``app.settings.low_bandwidth``)."""
-    return bool(getattr(getattr(app, "settings", None), "low_bandwidth", False))
 
 
 def header_renderable(
@@ -183,7 +180,7 @@ class TaskLogs(Vertical):
     def compose(self) -> ComposeResult:
         """A toolbar line over the log view."""
         yield Static(self._toolbar(), classes="task-toolbar")
-        yield LogView(None, follow=True, low_bandwidth=low_bandwidth(self.app))
+        yield new_log_view(self.app, follow=True)
 
     def _toolbar(self) -> Text:
         text = Text()
@@ -338,12 +335,7 @@ class RunScreen(RunActions, Screen[None]):
         yield Static(self._header(), id="run-header")
         with TabbedContent(id="run-tabs", initial="tab-log"):
             with TabPane(Content("Log"), id="tab-log"):
-                yield LogView(
-                    None,
-                    follow=self.follow,
-                    low_bandwidth=low_bandwidth(self.app),
-                    id="combined-log",
-                )
+                yield new_log_view(self.app, follow=self.follow, id="combined-log")
             with TabPane(Content("Manifest"), id="tab-manifest"):
                 yield ManifestView(id="manifest")
             with TabPane(Content("Devices"), id="tab-devices"), VerticalScroll():
@@ -367,7 +359,7 @@ class RunScreen(RunActions, Screen[None]):
         self._update_header()
         self.query_one("#combined-log", LogView).focus()
         self._load()
-        self.set_interval(1.0, self._tick)
+        self.set_interval(refresh_scale(self.app), self._tick)
 
     def selected_run(self) -> RunHandle:
         """This screen's run, for the run actions."""
@@ -484,6 +476,7 @@ class RunScreen(RunActions, Screen[None]):
         if not self.loaded or self._refreshing or self._final_read:
             return
         interval = LOCAL_REFRESH_SECONDS if self._local else REMOTE_REFRESH_SECONDS
+        interval *= refresh_scale(self.app)
         now = self.clock().timestamp()
         if now - self._last_read < interval:
             return

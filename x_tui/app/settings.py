@@ -34,6 +34,10 @@ LOW_BANDWIDTH_ENV = "X_TUI_LOW_BANDWIDTH"
 LOW_BANDWIDTH_FPS = 10
 """Frames per second under the low-bandwidth profile (Textual's default is 60)."""
 
+LOW_BANDWIDTH_SLOWDOWN = 3.0
+"""How many times less often, under the low-bandwidth profile, the run monitor asks backends for
+states and the runs table and run screen redraw and re-read what they show."""
+
 _KNOWN = ("theme", "low_bandwidth", "keys")
 
 
@@ -56,6 +60,16 @@ class Settings:
     keys: Mapping[str, str] = field(default_factory=dict)
     path: Path | None = None
     problems: tuple[str, ...] = ()
+
+
+def is_low_bandwidth(app: object) -> bool:
+    """Whether ``app`` runs under the low-bandwidth profile (``app.settings.low_bandwidth``)."""
+    return bool(getattr(getattr(app, "settings", None), "low_bandwidth", False))
+
+
+def refresh_scale(app: object) -> float:
+    """How many times longer ``app``'s refresh intervals are: see :data:`LOW_BANDWIDTH_SLOWDOWN`."""
+    return LOW_BANDWIDTH_SLOWDOWN if is_low_bandwidth(app) else 1.0
 
 
 def settings_path() -> Path:

@@ -285,6 +285,11 @@ class RunsTable(DataTable[Text]):
             self.move_cursor(row=self.get_row_index(cursor))
 
     @property
+    def min_refresh(self) -> float:
+        """The shortest wait, in seconds, between two redraws of ages and durations."""
+        return self._min_refresh
+
+    @property
     def filter_text(self) -> str:
         """The filter in force (lower case), empty when every run is shown."""
         return self._filter
@@ -478,8 +483,11 @@ def _run_text(row: _Row) -> str:
 
 
 def _running(row: _Row) -> bool:
-    return row.state is not None and row.handle is not None and not row.state.is_final and (
-        row.state is not RunState.PENDING
+    return (
+        row.state is not None
+        and row.handle is not None
+        and not row.state.is_final
+        and (row.state is not RunState.PENDING)
     )
 
 

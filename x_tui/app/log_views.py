@@ -1,0 +1,26 @@
+"""Every log view the app shows is made here, so each one follows the user's profile.
+
+Under the low-bandwidth profile (``app.settings.low_bandwidth``) a log view batches appended lines
+every 500 ms instead of every 50 ms (``LogView.low_bandwidth``).
+"""
+
+from __future__ import annotations
+
+from textual.app import App
+
+from x_tui.app.settings import is_low_bandwidth
+from x_tui.widgets.log_view import LogView
+
+
+def new_log_view(app: App[object], *, follow: bool, id: str | None = None) -> LogView:
+    """An empty log view for ``app`` (open a file with ``LogView.open``).
+
+    Args:
+        app: The app, whose settings say whether the low-bandwidth profile is on.
+        follow: Whether the view starts following the end of its file.
+        id: The widget's id.
+
+    Returns:
+        The view.
+    """
+    return LogView(None, follow=follow, low_bandwidth=is_low_bandwidth(app), id=id)

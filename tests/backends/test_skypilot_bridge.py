@@ -109,6 +109,18 @@ def test_an_interpreter_that_never_answers_is_stopped_at_its_deadline(tmp_path: 
         bridge.call("queue", {"cluster": "c"}, what="reading the queue of c", seconds=0.5)
 
 
+def test_a_log_read_that_never_ends_is_stopped_at_its_deadline(tmp_path: Path) -> None:
+    python = tmp_path / "python"
+    python.write_text('#!/bin/sh\necho \'{"event": "chunk", "text": "a\\\\n"}\'\nexec sleep 600\n')
+    python.chmod(0o755)
+    bridge = Bridge(sky="sky", sky_python=str(python))
+    chunks: list[str] = []
+    stream = bridge.stream("logs", {}, what="reading the log of c", seconds=0.5)
+    with pytest.raises(ProviderError, match=r"did not answer within 0.5 s while reading the log"):
+        chunks.extend(stream)
+    assert chunks == ["a\n"]
+
+
 def test_a_skypilot_without_the_sdk_the_bridge_calls_is_refused_naming_what_it_lacks(
     tmp_path: Path,
 ) -> None:

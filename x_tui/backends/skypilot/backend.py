@@ -377,6 +377,7 @@ class SkyPilotBackend:
                     "launch_wait",
                     {"request_id": launch.request_id, "follow": follow},
                     what=f"reading the launch of {self._cluster(handle)}",
+                    seconds=None if follow else self.bridge.call_seconds,
                 )
             )
             if not follow:
@@ -393,6 +394,7 @@ class SkyPilotBackend:
                         "logs",
                         {"cluster": cluster, "job_id": launch.job_id, "follow": follow},
                         what=f"reading the log of {cluster}",
+                        seconds=None if follow else self.bridge.call_seconds,
                     )
                 )
                 return

@@ -218,13 +218,17 @@ class Bridge:
         events = [_parse(line) for line in stdout.splitlines() if line.strip()]
         return _answer([event for event in events if event is not None], stderr, what=what)
 
-    def stream(self, op: str, args: Mapping[str, JsonValue], *, what: str) -> Iterator[str]:
+    def stream(
+        self, op: str, args: Mapping[str, JsonValue], *, what: str, seconds: float | None = None
+    ) -> Iterator[str]:
         """Run a streaming operation, yielding each chunk of text; closing stops it.
 
         Args:
             op: The operation (``logs`` or ``launch_wait``).
             args: Its arguments.
             what: What it does, for messages.
+            seconds: A deadline for the whole stream (one that does not follow); none when
+                ``None``.
 
         Yields:
             The text of each chunk, as SkyPilot wrote it.
@@ -240,6 +244,15 @@ class Bridge:
         process.stdin.close()
         stderr = _drain(process.stderr)
         final: list[Event] = []
+        expired = threading.Event()
+
+        def expire() -> None:
+            expired.set()
+            process.kill()
+
+        timer = threading.Timer(seconds, expire) if seconds is not None else None
+        if timer is not None:
+            timer.start()
         try:
             for line in process.stdout:
                 event = _parse(line)
@@ -252,9 +265,13 @@ class Bridge:
                 elif event.kind in ("done", "error"):
                     final.append(event)
         finally:
+            if timer is not None:
+                timer.cancel()
             if process.poll() is None:
                 process.kill()
             process.wait()
+        if expired.is_set():
+            raise ProviderError(f"SkyPilot did not answer within {seconds:g} s while {what}")
         _answer(final, "".join(stderr), what=what)
 
     def launch(

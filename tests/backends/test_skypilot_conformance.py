@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from x_tui.backends.skypilot import SkyPilotBackend, sky_sdk
-from x_tui.backends.skypilot.bridge import SCRIPT, Bridge
+from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone
 from x_tui.backends.skypilot.catalog import read_offers
 from x_tui.backends.skypilot.reconcile import JOB_STATES
 from x_tui.compute.errors import BackendUnavailableError
@@ -332,22 +332,51 @@ def test_the_catalog_is_read_from_skypilots_cache_without_the_network(
     ]
 
 
-@pytest.fixture
-def api_server(real_sky: Path, sky_home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    """SkyPilot's API server on a port of its own, started by the first call, then stopped."""
-    monkeypatch.setenv("SKYPILOT_API_SERVER_LOCAL_PORT", str(free_port()))
-    yield
-    subprocess.run(
-        [str(real_sky.parent / "sky"), "api", "stop"],
-        capture_output=True,
-        timeout=120,
-        check=False,
+@pytest.fixture(scope="module")
+def api_server(real_sky: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """SkyPilot's API server on a port of its own, in a HOME of its own, for this module's tests.
+
+    The first call starts it (as any SkyPilot call does); it is stopped afterwards. Its HOME is
+    the answer.
+    """
+    home = tmp_path_factory.mktemp("api-server-home")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(home))
+        patch.setenv("SKYPILOT_DISABLE_USAGE_COLLECTION", "1")
+        patch.setenv("SKYPILOT_API_SERVER_LOCAL_PORT", str(free_port()))
+        try:
+            yield home
+        finally:
+            subprocess.run(
+                [str(real_sky.parent / "sky"), "api", "stop"],
+                capture_output=True,
+                timeout=120,
+                check=False,
+            )
+
+
+@pytest.mark.slow
+def test_the_real_api_server_answers_the_bridges_launch_and_queue_questions(
+    real_sky: Path, api_server: Path
+) -> None:
+    bridge = Bridge(sky="sky", sky_python=str(real_sky))
+    answer = bridge.call("launch_state", {"cluster": "sx-none", "request_id": None}, what="asking")
+    assert answer == {"state": "unknown", "request_id": None, "cluster_exists": False}
+    answer = bridge.call(
+        "launch_state", {"cluster": "sx-none", "request_id": "0123456789abcdef"}, what="asking"
     )
+    assert answer == {"state": "unknown", "request_id": None, "cluster_exists": False}
+    with pytest.raises(
+        ClusterGone, match=r"^ClusterDoesNotExist: Cluster 'sx-none' does not exist"
+    ):
+        bridge.call("queue", {"cluster": "sx-none"}, what="reading the queue of sx-none")
+    with pytest.raises(ClusterGone):
+        bridge.call("down", {"cluster": "sx-none"}, what="tearing down sx-none")
 
 
 @pytest.mark.slow
 def test_with_no_cloud_enabled_the_real_skypilot_refuses_the_launch_in_one_line(
-    real_sky: Path, sky_home: Path, api_server: None, tmp_path: Path
+    real_sky: Path, api_server: Path, tmp_path: Path
 ) -> None:
     bridge = Bridge(sky="sky", sky_python=str(real_sky))
     task: dict[str, JsonValue] = {"name": "sx-none", "run": "echo hi"}

@@ -7,9 +7,14 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+from backends.fake_modal.harness import PYPROJECT as MODAL_PYPROJECT
+from backends.fake_modal.harness import install_fake_modal
 from textual.widgets import Button, Input, Select
 
+from x_tui.app.app import XTuiApp
 from x_tui.app.main_screen import MainScreen
+from x_tui.app.service import Service
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
@@ -138,3 +143,109 @@ async def test_a_backend_that_refuses_its_settings_names_the_file_and_key(
         await pilot.press("enter")
         await wait_until(pilot, lambda: "Not submitted" in screen_text(app), "the refusal")
         assert RunStore().read_all().handles == ()
+
+
+SECRET_VALUE = "s3cr3t-value-never-shown"
+
+EXTENDED_JOB = """
+[tool.substrax.compute.jobs.extended]
+timeout_seconds = 600
+retries = { default = 0, tasks = { train = 2 } }
+dependencies = { python = ["rich>=13"] }
+secrets = { env = ["XTUI_TEST_TOKEN"], optional_env = ["XTUI_TEST_OPTIONAL"] }
+[tool.substrax.compute.jobs.extended.commands]
+train = ["python", "-c", "print('training')"]
+"""
+
+NEEDS_SECRET_JOB = """
+[tool.substrax.compute.jobs.needs]
+timeout_seconds = 600
+secrets = { env = ["XTUI_TEST_MISSING_TOKEN"] }
+[tool.substrax.compute.jobs.needs.commands]
+train = ["python", "-c", "print('training')"]
+"""
+
+
+@asynchronous
+async def test_the_preview_shows_the_cost_bound_and_the_extensions_by_name_only(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("XTUI_TEST_TOKEN", SECRET_VALUE)
+    monkeypatch.delenv("XTUI_TEST_OPTIONAL", raising=False)
+    project = write_project(tmp_path / "sample", QUICK_JOB + EXTENDED_JOB)
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open_submit(app, pilot, "extended", project)
+        assert screen.plan is not None
+        assert screen.plan.estimate is not None
+        assert screen.error is None
+        text = " ".join(screen_text(app).split())
+        assert f"Cost {screen.plan.estimate.text()}" in text
+        assert "Secrets XTUI_TEST_TOKEN, XTUI_TEST_OPTIONAL (optional: unset, skipped)" in text
+        assert "Retries train 2 more attempt(s) after a failure" in text
+        assert "Dependencies python rich>=13" in text
+        assert SECRET_VALUE not in text
+        assert "Ready: enter submits" in text
+
+
+@asynchronous
+async def test_a_required_secret_not_set_is_an_error_in_the_screen_and_nothing_is_submitted(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XTUI_TEST_MISSING_TOKEN", raising=False)
+    project = write_project(tmp_path / "sample", QUICK_JOB + NEEDS_SECRET_JOB)
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        screen = await _open_submit(app, pilot, "needs", project)
+        assert screen.error is not None
+        assert "XTUI_TEST_MISSING_TOKEN" in screen.error
+        text = " ".join(screen_text(app).split())
+        assert "Cannot submit: job 'needs' needs XTUI_TEST_MISSING_TOKEN from this shell" in text
+        assert "XTUI_TEST_MISSING_TOKEN (required: not set in this shell)" in text
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: "Not submitted" in screen_text(app), "the refusal")
+        assert "XTUI_TEST_MISSING_TOKEN" in screen_text(app)
+        assert isinstance(app.screen, SubmitScreen)
+        assert RunStore().read_all().handles == ()
+        assert not (state_dir / "compute" / "local").exists() or not any(
+            (state_dir / "compute" / "local").iterdir()
+        )
+
+
+MODAL_GPU_JOB = """
+[tool.substrax.compute]
+backend = "modal"
+
+[tool.substrax.compute.backends.modal]
+outputs_volume = "tui-runs"
+
+[tool.substrax.compute.jobs.big]
+timeout_seconds = "3h"
+resources = { accelerator = "H100:8", cpu = 8, memory = "32Gi" }
+commands = { train = ["python", "-c", "print('training')"] }
+"""
+
+
+@asynchronous
+async def test_the_cost_preview_is_the_plans_estimate_with_its_breakdown_and_prices(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("X_TUI_CONFIG", str(tmp_path / "no-settings.toml"))
+    for _fake in install_fake_modal(tmp_path, monkeypatch):
+        project = tmp_path / "sample"
+        project.mkdir()
+        (project / "pyproject.toml").write_text(MODAL_PYPROJECT + MODAL_GPU_JOB)
+        app = XTuiApp(project, service=Service())
+        async with app.run_test(size=(120, 40)) as pilot:
+            screen = await _open_submit(app, pilot, "big", project)
+            assert screen.plan is not None, screen.error
+            estimate = screen.plan.estimate
+            assert estimate is not None
+            assert estimate.max_usd is not None
+            assert estimate.source
+            text = " ".join(screen_text(app).split())
+            assert f"Cost {estimate.text()}" in text
+            assert text.startswith("Submit big")
+            for line in estimate.lines:
+                assert " ".join(line.split()) in text
+            assert f"prices: {estimate.source}" in text

@@ -12,13 +12,9 @@ submitted and the fields stay as they were.
 from __future__ import annotations
 
 import contextlib
-import json
-import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -30,101 +26,16 @@ from textual.widgets import Button, Footer, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from x_tui.app.actions import describe_error, monitor_of, notify, service_of
+from x_tui.app.plan_preview import missing_secrets, plan_renderable
 from x_tui.app.submits import SubmitProgress, SubmitStillGoing
 from x_tui.compute import operations
 from x_tui.compute.operations import Project, RunPlan
-from x_tui.compute.records import JsonValue
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.safe_text import safe_text
-from x_tui.widgets.spec_view import format_seconds, spec_summary, tasks_table
+from x_tui.widgets.spec_view import format_seconds
 
 DEBOUNCE_SECONDS = 0.3
 """How long the fields must stay unchanged before the preview is planned again."""
-
-_COST_KEY = re.compile(r"cost|price|usd|\$", re.IGNORECASE)
-_MAX_VALUE_CHARS = 400
-
-
-def _value_text(value: JsonValue) -> Text:
-    shown = value if isinstance(value, str) else json.dumps(value, default=str)
-    if len(shown) > _MAX_VALUE_CHARS:
-        shown = shown[:_MAX_VALUE_CHARS] + "…"
-    return safe_text(shown)
-
-
-def _request_rows(
-    table: Table, request: Mapping[str, JsonValue], *, prefix: str = "", depth: int = 0
-) -> None:
-    for key, value in request.items():
-        name = f"{prefix}{key}"
-        style = "bold dark_orange" if _COST_KEY.search(str(key)) else "bold"
-        if isinstance(value, Mapping) and value and depth < 3:
-            _request_rows(table, value, prefix=f"{name}.", depth=depth + 1)
-            continue
-        table.add_row(safe_text(name, style), _value_text(value))
-
-
-def cost_lines(request: Mapping[str, JsonValue] | None) -> list[Text]:
-    """Every value of the provider request whose key names a cost or price, as ``key: value``."""
-    found: list[Text] = []
-
-    def visit(node: Mapping[str, JsonValue], prefix: str) -> None:
-        for key, value in node.items():
-            name = f"{prefix}{key}"
-            if isinstance(value, Mapping):
-                visit(value, f"{name}.")
-            elif _COST_KEY.search(str(key)):
-                line = safe_text(f"{name}: ", "bold")
-                line.append_text(_value_text(value))
-                found.append(line)
-
-    if request is not None:
-        visit(request, "")
-    return found
-
-
-def plan_renderable(plan: RunPlan) -> RenderableType:
-    """The preview of a plan: cost, where it runs, the resolved spec, the provider request.
-
-    Args:
-        plan: The plan.
-
-    Returns:
-        A renderable of ``Text`` cells (nothing from the plan is read as markup).
-    """
-    parts: list[RenderableType] = []
-    costs = cost_lines(plan.provider_request)
-    heading = Text("Cost  ", style="bold underline")
-    if costs:
-        parts.append(heading)
-        parts.extend(costs)
-    elif plan.provider_request is None:
-        parts.append(heading + Text(f"{plan.backend} cannot describe its request", "dim"))
-    else:
-        parts.append(heading + Text(f"{plan.backend} states no cost for this request", "dim"))
-    parts.append(Text(""))
-    where = Table.grid(padding=(0, 2))
-    where.add_column(style="bold", no_wrap=True)
-    where.add_column()
-    where.add_row(Text("Runs on"), safe_text(plan.backend, "bold"))
-    where.add_row(Text("Project"), safe_text(str(plan.project)))
-    settings = [safe_text(f"{key} = {json.dumps(value)}") for key, value in plan.settings.items()]
-    where.add_row(Text("Settings"), Text("\n").join(settings) if settings else Text("-", "dim"))
-    if plan.request is not None:
-        requested = [f"accelerator {plan.request.accelerator or 'none'}"]
-        if plan.request.cpu is not None:
-            requested.append(f"cpu {plan.request.cpu}")
-        if plan.request.nodes > 1:
-            requested.append(f"{plan.request.nodes} nodes")
-        where.add_row(Text("Request"), safe_text(" · ".join(requested)))
-    parts += [where, Text(""), spec_summary(plan.spec), Text(""), tasks_table(plan.spec)]
-    if plan.provider_request is not None:
-        provider = Table.grid(padding=(0, 2))
-        provider.add_column(no_wrap=True)
-        provider.add_column(overflow="fold")
-        _request_rows(provider, plan.provider_request)
-        parts += [Text(""), Text("Provider request", style="bold underline"), provider]
-    return Group(*parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +163,7 @@ class SubmitScreen(Screen[None]):
         except Exception as error:  # shown in the screen; nothing is submitted
             self.app.call_from_thread(self._planned, generation, None, describe_error(error))
             return
-        self.app.call_from_thread(self._planned, generation, plan, None)
+        self.app.call_from_thread(self._planned, generation, plan, missing_secrets(plan))
 
     def _planned(self, generation: int, plan: RunPlan | None, error: str | None) -> None:
         if generation != self._generation or not self.is_attached:
@@ -272,9 +183,12 @@ class SubmitScreen(Screen[None]):
             if not accelerator.value:
                 with self.prevent(Input.Changed):
                     accelerator.value = self._prefilled
-        if not self.submitting:
+        if error is not None:
+            # A required secret not set in this shell: submit would be refused, so say it now.
+            self._status(safe_text(f"Cannot submit: {error}", "bold red"))
+        elif not self.submitting:
             self._status(Text("Ready: enter submits; the run is detached"))
-        preview.update(plan_renderable(plan))
+        preview.update(plan_renderable(plan, problem=error))
 
     def _status(self, text: Text) -> None:
         self.query_one("#submit-status", Static).update(text)

@@ -69,6 +69,7 @@ class SkyPilotBackend:
             sky=self.settings.sky, sky_python=self.settings.sky_python, cloud=self.settings.cloud
         )
         self.runs = backend_state_dir(self.settings.state_dir, NAME)
+        self._ssh_configs: dict[str, Path] = {}
         self.transport: Transport
         if self.settings.bucket is not None:
             self.transport = BucketTransport(self.settings.bucket, cloud=self.settings.cloud)
@@ -88,10 +89,14 @@ class SkyPilotBackend:
         )
 
     def _ssh_config(self, cluster: str) -> Path:
-        answer = self.bridge.call(
-            "ssh_config", {"cluster": cluster}, what=f"finding the SSH config of {cluster}"
-        )
-        return Path(str(answer))
+        # Where SkyPilot writes a cluster's SSH configuration never changes: ask once.
+        known = self._ssh_configs.get(cluster)
+        if known is None:
+            answer = self.bridge.call(
+                "ssh_config", {"cluster": cluster}, what=f"finding the SSH config of {cluster}"
+            )
+            known = self._ssh_configs[cluster] = Path(str(answer))
+        return known
 
     def _records(self, handle: RunHandle) -> RunRecords:
         return RunRecords(self.runs / handle.run_id)

@@ -73,9 +73,7 @@ def job(*tasks: tuple[str, tuple[str, ...]], mounts: tuple[Mount, ...] = ()) -> 
     )
 
 
-def finished(
-    backend: SkyPilotBackend, project: Path, spec: JobSpec
-) -> tuple[RunHandle, RunState]:
+def finished(backend: SkyPilotBackend, project: Path, spec: JobSpec) -> tuple[RunHandle, RunState]:
     handle = backend.submit(spec, project=project)
     return handle, wait_until_final(backend, handle)
 

@@ -30,6 +30,7 @@ from x_tui.app.messages import (
     RunsChanged,
     RunStateChanged,
     RunStatusFailed,
+    SweepsChanged,
     copy_message,
 )
 from x_tui.app.monitor import FIRST_INTERVAL, MAX_INTERVAL, RunMonitor
@@ -140,6 +141,10 @@ class XTuiApp(App[int]):
         self._forward(message)
 
     def on_run_status_failed(self, message: RunStatusFailed) -> None:
+        """Forward to the main screen and the screen in front."""
+        self._forward(message)
+
+    def on_sweeps_changed(self, message: SweepsChanged) -> None:
         """Forward to the main screen and the screen in front."""
         self._forward(message)
 

@@ -15,6 +15,7 @@ messages arrive through the app.
 | ``/`` | Filter the runs (``escape`` clears the filter). |
 | ``enter`` | On a job: submit it. On a run: open it. |
 | ``c`` ``f`` ``r`` ``y`` | On a run: cancel, fetch, re-run, copy its id. |
+| ``c`` ``y`` | On a sweep's row: cancel every run of it, copy the sweep id. |
 | ``ctrl+r`` | Read the project and the run store again. |
 """
 
@@ -36,7 +37,13 @@ from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
+from x_tui.app.messages import (
+    ConfigChanged,
+    RunsChanged,
+    RunStateChanged,
+    RunStatusFailed,
+    SweepsChanged,
+)
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.service import Service
 from x_tui.app.settings import refresh_scale
@@ -144,7 +151,9 @@ class MainScreen(Screen[None]):
             yield ProblemPanel(id="problem")
             yield JobBrowser(id="jobs")
         with Vertical(id="runs-pane", classes="pane"):
-            yield Input(placeholder="filter runs: id, job, backend or state", id="runs-filter")
+            yield Input(
+                placeholder="filter runs: id, job, backend, state or sweep", id="runs-filter"
+            )
             yield RunsTable(clock=self._clock, min_refresh=refresh_scale(self.app), id="runs")
             yield Static(id="run-detail")
         yield Footer()
@@ -156,6 +165,7 @@ class MainScreen(Screen[None]):
         self.jobs.option_list.focus()
         monitor = monitor_of(self.app)
         if monitor is not None:
+            self.runs.show_sweeps(monitor.sweeps)
             self._show_runs(RunsChanged(monitor.stored, False))
         self.action_reload(store=False)
 
@@ -231,6 +241,12 @@ class MainScreen(Screen[None]):
         self._title_runs()
         self._describe_highlighted()
 
+    def on_sweeps_changed(self, message: SweepsChanged) -> None:
+        """Group each sweep's runs under a row of their own."""
+        self.runs.show_sweeps(message.sweeps)
+        self._title_runs()
+        self._describe_highlighted()
+
     def on_run_state_changed(self, message: RunStateChanged) -> None:
         """Show a run's new state."""
         monitor = monitor_of(self.app)
@@ -277,6 +293,10 @@ class MainScreen(Screen[None]):
     def _run_action(self, action: str) -> None:
         from x_tui.app import actions
 
+        sweep = self.runs.highlighted_sweep()
+        if sweep is not None:
+            actions.sweep_action(cast("Screen[object]", self), action, *sweep)
+            return
         handle = self.selected_run()
         if handle is None:
             self.notify("No run selected", severity="warning")
@@ -290,7 +310,7 @@ class MainScreen(Screen[None]):
         ask[action](cast("Screen[object]", self), handle)
 
     def action_cancel_run(self) -> None:
-        """Cancel the highlighted run, after asking."""
+        """Cancel the highlighted run (on a sweep's row, every run of it), after asking."""
         self._run_action("cancel_run")
 
     def action_fetch_run(self) -> None:

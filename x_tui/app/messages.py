@@ -16,6 +16,7 @@ from textual.message import Message
 from x_tui.compute.backend import RunState
 from x_tui.compute.operations import Project
 from x_tui.compute.store import StoredRuns
+from x_tui.compute.sweeps import StoredSweeps
 
 
 @dataclass
@@ -59,6 +60,17 @@ class RunStatusFailed(Message, bubble=False):
 
 
 @dataclass
+class SweepsChanged(Message, bubble=False):
+    """A sweep record was added or rewritten (a sweep submitted from here or another shell).
+
+    Attributes:
+        sweeps: Every recorded sweep, newest first, and the unreadable records.
+    """
+
+    sweeps: StoredSweeps
+
+
+@dataclass
 class ConfigChanged(Message, bubble=False):
     """The project's ``pyproject.toml`` changed and was read again.
 
@@ -86,4 +98,6 @@ def copy_message(message: Message) -> Message:
         return RunStatusFailed(message.run_id, message.reason)
     if isinstance(message, ConfigChanged):
         return ConfigChanged(message.project)
+    if isinstance(message, SweepsChanged):
+        return SweepsChanged(message.sweeps)
     raise TypeError(f"not a monitor message: {type(message).__name__}")

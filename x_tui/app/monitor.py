@@ -3,8 +3,9 @@
 Two daemon threads, started with the app and stopped with it:
 
 - the **watcher** reads the store (the newest records first, so the first screenful shows while
-  the rest is read), then waits on ``watchfiles`` for changes to ``<state>/compute/runs/`` and to
-  the project's ``pyproject.toml``; a run saved by another shell or by substrax appears without a
+  the rest is read) and the sweep records, then waits on ``watchfiles`` for changes to
+  ``<state>/compute/runs/``, to ``<state>/x-tui/sweeps/`` and to the project's
+  ``pyproject.toml``; a run or a sweep saved by another shell or by substrax appears without a
   key press, and only the records that changed are read again;
 - the **poller** asks each unfinished run's backend for its state through the service (which puts
   a deadline on every call), 1 s after the run appears and then backing off to 10 s while the
@@ -29,12 +30,19 @@ from pathlib import Path
 
 from textual.message import Message
 
-from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
+from x_tui.app.messages import (
+    ConfigChanged,
+    RunsChanged,
+    RunStateChanged,
+    RunStatusFailed,
+    SweepsChanged,
+)
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import UserError
 from x_tui.compute.records import write_atomic
 from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.compute.sweeps import StoredSweeps
 
 PYPROJECT = "pyproject.toml"
 FIRST_BATCH = 100
@@ -120,6 +128,7 @@ class RunMonitor:
         """Each finished run, with when it ended (``None`` when that is not known)."""
         self._polls: dict[str, _Poll] = {}
         self._stored = StoredRuns(handles=(), unreadable={})
+        self._sweeps = StoredSweeps(sweeps=(), unreadable={})
         self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="x-tui status")
         self._threads: list[threading.Thread] = []
         self._cache_path = service.state_dir / "x-tui" / "final-states.json"
@@ -149,6 +158,12 @@ class RunMonitor:
         """The store as last read (empty before the first read)."""
         with self._lock:
             return self._stored
+
+    @property
+    def sweeps(self) -> StoredSweeps:
+        """The sweep records as last read (empty before the first read)."""
+        with self._lock:
+            return self._sweeps
 
     def state_of(self, run_id: str) -> RunState | None:
         """The run's state as last reported, or ``None`` before its backend has answered."""
@@ -204,6 +219,8 @@ class RunMonitor:
         # its first frame meanwhile.
         self._load_final_states()
         self.runs_dir.mkdir(parents=True, exist_ok=True)
+        self.service.sweeps_dir.mkdir(parents=True, exist_ok=True)
+        self._read_sweeps()
         self._initial_scan()
         try:
             self._watch_changes()
@@ -216,6 +233,7 @@ class RunMonitor:
         pyproject = self.project / PYPROJECT if self.project is not None else None
         seen = _stamp(pyproject)
         while not self._stop.wait(2.0):
+            self._read_sweeps()
             self._scan_all()
             now = _stamp(pyproject)
             if pyproject is not None and now != seen:
@@ -225,7 +243,8 @@ class RunMonitor:
     def _watch_changes(self) -> None:
         import watchfiles
 
-        paths = [self.runs_dir] + ([self.project] if self.project is not None else [])
+        sweeps_dir = self.service.sweeps_dir
+        paths = [self.runs_dir, sweeps_dir] + ([self.project] if self.project is not None else [])
         first_quiet = True
         for changes in watchfiles.watch(
             *paths,
@@ -244,14 +263,26 @@ class RunMonitor:
                 if first_quiet:
                     # Records saved between the first read and the watch starting are caught here.
                     first_quiet = False
+                    self._read_sweeps()
                     self._scan_all()
                 continue
             touched = {Path(path) for _, path in changes}
+            if any(path.parent == sweeps_dir and path.suffix == ".json" for path in touched):
+                # Before the runs: a sweep's runs then arrive already grouped.
+                self._read_sweeps()
             runs = {path for path in touched if path.parent == self.runs_dir}
             if any(path.suffix == ".json" and not path.name.startswith(".") for path in runs):
                 self._scan_paths(path for path in runs if path.suffix == ".json")
             if self.project is not None and self.project / PYPROJECT in touched:
                 self._post(ConfigChanged(self.service.open_project(self.project)))
+
+    def _read_sweeps(self) -> None:
+        sweeps = self.service.read_sweeps()
+        with self._lock:
+            if sweeps == self._sweeps:
+                return
+            self._sweeps = sweeps
+        self._post(SweepsChanged(sweeps))
 
     def _listing(self) -> list[Path]:
         try:

@@ -32,6 +32,7 @@ from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.operations import JobList, Project, RunPlan
 from x_tui.compute.store import RunHandle, RunStore, StoredRuns, default_state_dir
+from x_tui.compute.sweeps import StoredSweeps
 
 T = TypeVar("T")
 
@@ -291,6 +292,17 @@ class Service:
     def read_runs(self) -> StoredRuns:
         """Every stored handle, newest first, and each unreadable record with the reason."""
         return self.store.read_all()
+
+    @property
+    def sweeps_dir(self) -> Path:
+        """Where sweep records are kept: ``<state>/x-tui/sweeps``."""
+        return self.state_dir / "x-tui" / "sweeps"
+
+    def read_sweeps(self) -> StoredSweeps:
+        """Every recorded sweep, newest first, and each record that cannot be read."""
+        from x_tui.compute.sweeps import SweepStore
+
+        return operations.list_sweeps(SweepStore(self.sweeps_dir))
 
     def backend(self, handle: RunHandle) -> ComputeBackend:
         """The backend of ``handle``, built from the settings it was submitted with (cached).

@@ -1,25 +1,24 @@
-"""The runs table: every stored run, newest first, with its live state, age and duration.
+"""The runs table: every stored run, newest first, with its live state, age and duration; a
+sweep's runs grouped under a row of their own.
 
 Rows are keyed by run id and updated in place (a state change rewrites one cell; a new run is
 added and the table re-sorted), never cleared and re-added, except when the filter changes. Every
 cell is a ``rich.text.Text`` built by ``safe_text`` (a ``str`` cell would be parsed as markup). An
-unreadable record gets a row of its own, keyed by its file, with the reason. Ages and durations
-are redrawn only when their text changes (a heap of due times, not a sweep of every row), so a
-table of ten thousand runs costs nothing while it sits still.
+unreadable record gets a row of its own, keyed by its file, with the reason. A sweep gets a group
+row keyed ``sweep:<sweep_id>`` with its runs right under it (:mod:`x_tui.widgets.run_rows`). Ages
+and durations are redrawn only when their text changes (a heap of due times, not a sweep of every
+row), so a table of ten thousand runs costs nothing while it sits still.
 
 | Key | Action |
 | --- | --- |
-| ``enter`` | Open the highlighted run (posts ``RunsTable.RunChosen``). |
+| ``enter`` | Open the highlighted run (posts ``RunsTable.RunChosen``); on a sweep, its first run. |
 | ``up``/``down``, ``pgup``/``pgdn``, ``home``/``end`` | Move (DataTable's own keys). |
 """
 
 from __future__ import annotations
 
-import heapq
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
 from typing import ClassVar
 
 from rich.text import Text
@@ -29,8 +28,13 @@ from textual.timer import Timer
 from textual.widgets import DataTable
 
 from x_tui.compute.backend import RunState
-from x_tui.compute.store import RunHandle, StoredRuns, run_id_time
-from x_tui.widgets.safe_text import safe_text
+from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.compute.sweeps import StoredSweeps, Sweep
+from x_tui.widgets import run_rows
+from x_tui.widgets.run_cells import RedrawQueue, format_age, format_span, next_change
+from x_tui.widgets.run_rows import Membership, RunRow, SortKey, group_key
+
+__all__ = ["COLUMNS", "RunsTable", "format_age", "format_span", "next_change"]
 
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("run", "Run", None),
@@ -42,96 +46,12 @@ COLUMNS: tuple[tuple[str, str, int | None], ...] = (
 )
 """(column key, heading, fixed width or ``None`` to fit the content) of each column, in order."""
 
-STATE_STYLES: Mapping[RunState | None, tuple[str, str]] = {
-    RunState.PENDING: ("… pending", "dim"),
-    RunState.RUNNING: ("▶ running", "bold cyan"),
-    RunState.SUCCEEDED: ("✓ succeeded", "green"),
-    RunState.FAILED: ("✗ failed", "bold red"),
-    RunState.CANCELLED: ("■ cancelled", "yellow"),
-    None: ("· checking", "dim"),
-}
-"""The text and style of each state: a glyph as well as a colour, so no state rests on colour."""
-
-_EMPTY = "—"
-_REASON_WIDTH = 12
-"""How much of an unreadable record's reason its row shows (the line under the table has all)."""
 _INSERT_CHUNK = 500
 """Rows added per turn of the event loop when many arrive at once (the store's first read)."""
 
 
-def format_span(seconds: float) -> str:
-    """A short human span: ``42s``, ``17m``, ``3h05m``, ``2d04h``.
-
-    Args:
-        seconds: The span; a negative one (a clock skew) reads as ``0s``.
-
-    Returns:
-        The text, at most six characters for spans under 100 days.
-    """
-    whole = max(0, int(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
-
-
-def format_age(seconds: float) -> str:
-    """A coarse human age, at most four characters: ``42s``, ``17m``, ``5h``, ``12d``.
-
-    Args:
-        seconds: How long ago; a negative one (a clock skew) reads as ``0s``.
-
-    Returns:
-        The text.
-    """
-    whole = max(0, int(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m"
-    if whole < 86400:
-        return f"{whole // 3600}h"
-    return f"{whole // 86400}d"
-
-
-def next_change(seconds: float, *, fine: bool) -> float:
-    """How many seconds until a growing span shows another text.
-
-    Args:
-        seconds: The span now.
-        fine: For :func:`format_span` (a running run's duration); else for :func:`format_age`.
-
-    Returns:
-        The wait, always positive.
-    """
-    if seconds < 0:
-        return -seconds + 0.001
-    if seconds < 60:
-        step = 1
-    elif seconds < 3600 or (fine and seconds < 86400):
-        step = 60
-    else:
-        step = 3600 if (fine or seconds < 86400) else 86400
-    return step - (seconds % step)
-
-
-@dataclass(slots=True)
-class _Row:
-    key: str
-    order: tuple[float, str]
-    handle: RunHandle | None = None
-    path: Path | None = None
-    reason: str | None = None
-    state: RunState | None = None
-    ended: float | None = None
-    problem: str | None = None
-
-
 class RunsTable(DataTable[Text]):
-    """Every stored run, newest first; see the module documentation."""
+    """Every stored run, newest first, sweeps grouped; see the module documentation."""
 
     HELP_TITLE = "Runs"
     BINDINGS: ClassVar[list[BindingType]] = [
@@ -169,14 +89,16 @@ class RunsTable(DataTable[Text]):
         super().__init__(cursor_type="row", zebra_stripes=False, id=id, classes=classes)
         self._clock = clock
         self._min_refresh = min_refresh
-        self._rows: dict[str, _Row] = {}
+        self._rows: dict[str, RunRow] = {}
+        self._groups: dict[str, RunRow] = {}
+        self._members: dict[str, list[RunRow]] = {}
+        self._memberships: dict[str, Membership] = {}
         self._shown: set[str] = set()
         self._filter = ""
-        self._due: list[tuple[float, str]] = []
-        self._next_at: dict[str, float] = {}
-        self._oldest: tuple[float, str] | None = None
+        self._redraws = RedrawQueue()
+        self._oldest: SortKey | None = None
         self._timer: Timer | None = None
-        self._pending: list[_Row] = []
+        self._pending: list[RunRow] = []
 
     def on_mount(self) -> None:
         """Add the columns."""
@@ -199,40 +121,55 @@ class RunsTable(DataTable[Text]):
             states: The last known state of a run, by id.
             ended: When a finished run ended, by id.
         """
-        wanted: dict[str, _Row] = {}
-        for handle in stored.handles:
-            row = self._rows.get(handle.run_id)
-            if row is None or (row.handle is not handle and row.handle != handle):
-                row = _Row(
-                    key=handle.run_id,
-                    order=(handle.submitted_at.timestamp(), handle.run_id),
-                    handle=handle,
-                    state=states(handle.run_id),
-                    ended=ended(handle.run_id),
-                )
-            wanted[row.key] = row
-        for path, reason in stored.unreadable.items():
-            key = f"file:{path}"
-            row = self._rows.get(key)
-            if row is None or row.reason != reason:
-                row = _Row(key=key, order=(_file_time(path), path.name), path=path, reason=reason)
-            wanted[key] = row
+        wanted = run_rows.stored_rows(
+            stored, self._rows, states=states, ended=ended, memberships=self._memberships
+        )
         for key in [key for key in self._rows if key not in wanted]:
             del self._rows[key]
-            if key in self._shown:
-                self._shown.discard(key)
-                self.remove_row(key)
-        added: list[_Row] = []
+            self._drop(key)
+        added: list[RunRow] = []
+        changed: list[RunRow] = []
         for key, row in wanted.items():
             old = self._rows.get(key)
             self._rows[key] = row
-            if old is row or not self._matches(row):
+            if old is not row:
+                changed.append(row)
+        resort = self._sync_groups()
+        for row in changed:
+            if not self._matches(row):
                 continue
-            if key in self._shown:
+            if row.key in self._shown:
                 self._rewrite(row)
             else:
                 added.append(row)
-        self._insert(added)
+        self._insert(added + self._unshown_groups())
+        if resort:
+            self._resort()
+
+    def show_sweeps(self, sweeps: StoredSweeps) -> None:
+        """Group each sweep's runs under a row of their own.
+
+        Args:
+            sweeps: Every recorded sweep (a run in none stays on its own).
+        """
+        self._memberships = run_rows.memberships(sweeps)
+        moved = False
+        for row in self._rows.values():
+            if row.handle is None:
+                continue
+            member = self._memberships.get(row.key)
+            if member != row.member:
+                row.member = member
+                moved = True
+                if row.key in self._shown:
+                    self._rewrite(row)
+        resort = self._sync_groups()
+        if (moved or resort) and self._filter:
+            self._refill()
+            return
+        self._insert(self._unshown_groups())
+        if moved or resort:
+            self._resort()
 
     def set_state(self, run_id: str, state: RunState, ended: float | None = None) -> None:
         """Show a run's new state.
@@ -247,9 +184,8 @@ class RunsTable(DataTable[Text]):
             return
         row.state, row.ended, row.problem = state, ended, None
         if run_id in self._shown:
-            self.update_cell(run_id, "state", self._state_cell(row))
-            self.update_cell(run_id, "duration", self._duration_cell(row))
-            self._schedule(row)
+            self._rewrite(row)
+        self._rewrite_group_of(row)
 
     def set_problem(self, run_id: str, reason: str) -> None:
         """Show that a run's backend could not say where it is.
@@ -263,10 +199,10 @@ class RunsTable(DataTable[Text]):
             return
         row.problem = reason
         if run_id in self._shown:
-            self.update_cell(run_id, "state", self._state_cell(row))
+            self._rewrite(row)
 
     def set_filter(self, text: str) -> None:
-        """Show only the runs whose id, job, backend or state contains ``text`` (any case).
+        """Show only the runs whose id, job, backend, state or sweep contains ``text`` (any case).
 
         Args:
             text: The filter; empty shows every run.
@@ -275,14 +211,7 @@ class RunsTable(DataTable[Text]):
         if text == self._filter:
             return
         self._filter = text
-        cursor = self.highlighted_key()
-        self.clear()
-        self._shown.clear()
-        self._pending.clear()
-        self._oldest = None
-        self._insert([row for row in self._rows.values() if self._matches(row)])
-        if cursor is not None and cursor in self._shown:
-            self.move_cursor(row=self.get_row_index(cursor))
+        self._refill()
 
     @property
     def min_refresh(self) -> float:
@@ -296,13 +225,14 @@ class RunsTable(DataTable[Text]):
 
     @property
     def shown_count(self) -> int:
-        """How many rows the table shows (or is about to)."""
-        return len(self._shown)
+        """How many runs and unreadable records the table shows (or is about to); a sweep's
+        group row is not counted."""
+        return sum(1 for key in self._shown if key not in self._groups)
 
     # Reading the table --------------------------------------------------------------------------
 
     def highlighted_key(self) -> str | None:
-        """The key of the highlighted row: a run id, or ``file:<path>`` for an unreadable record."""
+        """The highlighted row's key: a run id, ``file:<path>`` or ``sweep:<sweep_id>``."""
         if self.row_count == 0:
             return None
         try:
@@ -312,10 +242,19 @@ class RunsTable(DataTable[Text]):
         return key.value
 
     def highlighted_handle(self) -> RunHandle | None:
-        """The highlighted run's handle (``None`` on an unreadable record or an empty table)."""
+        """The highlighted run's handle (``None`` on an unreadable record, a sweep, no row)."""
         key = self.highlighted_key()
         row = self._rows.get(key) if key is not None else None
         return row.handle if row is not None else None
+
+    def highlighted_sweep(self) -> tuple[Sweep, tuple[RunHandle, ...]] | None:
+        """The highlighted sweep and the handles of its runs in the store, on a group row."""
+        key = self.highlighted_key()
+        group = self._groups.get(key) if key is not None else None
+        if group is None or group.group is None:
+            return None
+        members = self._members.get(group.key, [])
+        return group.group, tuple(row.handle for row in members if row.handle is not None)
 
     def describe(self, key: str | None) -> Text:
         """One line about a row, for the line under the table: the reason, the problem or where.
@@ -326,47 +265,81 @@ class RunsTable(DataTable[Text]):
         Returns:
             The text (empty for no row).
         """
-        row = self._rows.get(key) if key is not None else None
+        row = self._row(key) if key is not None else None
         if row is None:
             return Text()
-        if row.path is not None:
-            return Text.assemble(
-                safe_text(str(row.path), "bold"), ": ", safe_text(row.reason or "", "red")
-            )
-        assert row.handle is not None
-        if row.problem is not None:
-            return Text.assemble(
-                safe_text(row.handle.run_id, "bold"), ": ", safe_text(row.problem, "red")
-            )
-        return Text.assemble(
-            safe_text(row.handle.run_id, "bold"),
-            " from ",
-            safe_text(row.handle.project),
-            f"  submitted {row.handle.submitted_at:%Y-%m-%d %H:%M:%S} UTC",
-        )
+        return run_rows.describe(row, self._members.get(row.key, []))
 
     def action_choose(self) -> None:
-        """Post ``RunChosen`` for the highlighted run."""
+        """Post ``RunChosen`` for the highlighted run; on a sweep, move to its first run."""
+        key = self.highlighted_key()
+        if key is not None and key in self._groups:
+            first = next((row for row in self._members.get(key, []) if row.key in self.rows), None)
+            if first is not None:
+                self.move_cursor(row=self.get_row_index(first.key))
+            return
         handle = self.highlighted_handle()
         if handle is not None:
             self.post_message(self.RunChosen(handle))
 
     # Internals ------------------------------------------------------------------------------------
 
-    def _matches(self, row: _Row) -> bool:
-        if not self._filter:
-            return True
-        words = [row.key, STATE_STYLES[row.state][0]]
-        if row.handle is not None:
-            words += [row.handle.job, row.handle.backend]
-        else:
-            words += ["unreadable", row.reason or ""]
-        return any(self._filter in word.lower() for word in words)
+    def _all_rows(self) -> list[RunRow]:
+        return [*self._rows.values(), *self._groups.values()]
 
-    def _insert(self, rows: list[_Row]) -> None:
+    def _row(self, key: str) -> RunRow | None:
+        return self._rows.get(key) or self._groups.get(key)
+
+    def _matches(self, row: RunRow) -> bool:
+        return run_rows.matches(row, self._filter, self._members.get(row.key, ()))
+
+    def _sort_key(self, row: RunRow) -> SortKey:
+        return run_rows.sort_key(row, self._groups)
+
+    def _sync_groups(self) -> bool:
+        """Make one group row per sweep with runs here; whether any group came, moved or went."""
+        self._members, removed, moved = run_rows.sync_groups(self._groups, self._rows.values())
+        for key in removed:
+            self._drop(key)
+        for key in self._groups:
+            if key in self._shown:
+                self._rewrite(self._groups[key])
+        return moved
+
+    def _unshown_groups(self) -> list[RunRow]:
+        return [
+            group
+            for key, group in self._groups.items()
+            if key not in self._shown and self._matches(group)
+        ]
+
+    def _rewrite_group_of(self, row: RunRow) -> None:
+        if row.member is None:
+            return
+        group = self._groups.get(group_key(row.member.sweep.sweep_id))
+        if group is not None and group.key in self._shown:
+            self._rewrite(group)
+
+    def _drop(self, key: str) -> None:
+        if key in self._shown:
+            self._shown.discard(key)
+            if key in self.rows:
+                self.remove_row(key)
+
+    def _refill(self) -> None:
+        cursor = self.highlighted_key()
+        self.clear()
+        self._shown.clear()
+        self._pending.clear()
+        self._oldest = None
+        self._insert([row for row in self._all_rows() if self._matches(row)])
+        if cursor is not None and cursor in self.rows:
+            self.move_cursor(row=self.get_row_index(cursor))
+
+    def _insert(self, rows: list[RunRow]) -> None:
         if not rows:
             return
-        rows.sort(key=lambda row: row.order, reverse=True)
+        rows.sort(key=self._sort_key, reverse=True)
         for row in rows:
             self._shown.add(row.key)
         self._pending.extend(rows)
@@ -377,78 +350,55 @@ class RunsTable(DataTable[Text]):
         cursor = self.highlighted_key()
         at_top = self.cursor_row == 0
         needs_sort = False
+        now = self._clock()
         for row in chunk:
-            if row.key not in self._shown or row.key not in self._rows or row.key in self.rows:
+            if row.key not in self._shown or self._row(row.key) is not row or row.key in self.rows:
                 continue
-            if self._oldest is not None and row.order > self._oldest:
+            order = self._sort_key(row)
+            if self._oldest is not None and order > self._oldest:
                 needs_sort = True
-            self._oldest = row.order if self._oldest is None else min(self._oldest, row.order)
-            self.add_row(*self._cells(row), key=row.key)
+            self._oldest = order if self._oldest is None else min(self._oldest, order)
+            self.add_row(*run_rows.cells(row, now, self._members.get(row.key, ())), key=row.key)
             self._schedule(row, rearm=False)
         if needs_sort:
-            orders = {_run_text(row): row.order for row in self._rows.values()}
-            self.sort("run", key=lambda cell: orders.get(cell.plain, (0.0, "")), reverse=True)
-            # A cursor on the newest run stays on the newest (a run just submitted); one lower
-            # down stays on its run.
-            if at_top:
-                self.move_cursor(row=0, animate=False)
-            elif cursor is not None and cursor in self._shown:
-                self.move_cursor(row=self.get_row_index(cursor), animate=False)
+            self._resort(cursor=cursor, at_top=at_top)
         self._rearm()
         if self._pending:
             self.call_later(self._add_pending)
 
-    def _cells(self, row: _Row) -> tuple[Text, ...]:
-        if row.handle is None:
-            return (
-                safe_text(_run_text(row), "red"),
-                safe_text(_shorten(row.reason or "", _REASON_WIDTH), "red"),
-                Text(_EMPTY, style="dim"),
-                Text("✗ unreadable", style="bold red"),
-                Text(format_age(self._clock() - row.order[0])),
-                Text(_EMPTY, style="dim"),
-            )
-        return (
-            safe_text(row.handle.run_id),
-            safe_text(row.handle.job),
-            safe_text(row.handle.backend),
-            self._state_cell(row),
-            Text(format_age(self._clock() - row.order[0])),
-            self._duration_cell(row),
-        )
+    def _resort(self, *, cursor: str | None = None, at_top: bool | None = None) -> None:
+        if at_top is None:
+            cursor, at_top = self.highlighted_key(), self.cursor_row == 0
+        rows = [
+            row for row in (*self._rows.values(), *self._groups.values()) if row.key in self.rows
+        ]
+        orders = {run_rows.run_text(row): self._sort_key(row) for row in rows}
+        self.sort("run", key=lambda cell: orders.get(cell.plain, run_rows.LAST), reverse=True)
+        # A cursor on the newest run stays on the newest (a run just submitted); one lower down
+        # stays on its run.
+        if at_top:
+            self.move_cursor(row=0, animate=False)
+        elif cursor is not None and cursor in self.rows:
+            self.move_cursor(row=self.get_row_index(cursor), animate=False)
 
-    def _rewrite(self, row: _Row) -> None:
-        for (key, _, _), cell in zip(COLUMNS, self._cells(row), strict=True):
+    def _rewrite(self, row: RunRow) -> None:
+        if row.key not in self.rows:
+            return
+        values = run_rows.cells(row, self._clock(), self._members.get(row.key, ()))
+        for (key, _, _), cell in zip(COLUMNS, values, strict=True):
             self.update_cell(row.key, key, cell)
         self._schedule(row)
 
-    def _state_cell(self, row: _Row) -> Text:
-        label, style = STATE_STYLES[row.state]
-        if row.problem is not None:
-            return Text("? unknown", style="bold magenta")
-        return Text(label, style=style)
-
-    def _duration_cell(self, row: _Row) -> Text:
-        if row.state is None or row.state is RunState.PENDING:
-            return Text(_EMPTY, style="dim")
-        if row.state.is_final:
-            if row.ended is None:
-                return Text(_EMPTY, style="dim")
-            return Text(format_span(row.ended - row.order[0]))
-        return Text(format_span(self._clock() - row.order[0]), style="cyan")
-
-    def _schedule(self, row: _Row, *, rearm: bool = True) -> None:
-        now = self._clock()
-        due = now + next_change(now - row.order[0], fine=_running(row))
-        self._next_at[row.key] = due
-        heapq.heappush(self._due, (due, row.key))
+    def _schedule(self, row: RunRow, *, rearm: bool = True) -> None:
+        self._redraws.schedule(row.key, row.order[0], self._clock(), fine=run_rows.running(row))
         if rearm:
             self._rearm()
 
     def _rearm(self) -> None:
-        if not self._due or not self.is_mounted:
+        due = self._redraws.first_due()
+        if due is None or not self.is_mounted:
             return
-        delay = max(self._min_refresh, self._due[0][0] - self._clock())
+        delay = max(self._min_refresh, due - self._clock())
         if self._timer is not None:
             self._timer.stop()
         self._timer = self.set_timer(delay, self._tick)
@@ -456,51 +406,12 @@ class RunsTable(DataTable[Text]):
     def _tick(self) -> None:
         self._timer = None
         now = self._clock()
-        touched: set[str] = set()
-        while self._due and self._due[0][0] <= now:
-            due, key = heapq.heappop(self._due)
-            if key in touched or self._next_at.get(key) != due:
+        for key in self._redraws.pop_due(now):
+            row = self._row(key)
+            if key not in self._shown or row is None or key not in self.rows:
                 continue
-            if key not in self._shown or key not in self._rows:
-                self._next_at.pop(key, None)
-                continue
-            touched.add(key)
-            row = self._rows[key]
             self.update_cell(key, "age", Text(format_age(now - row.order[0])))
             if row.handle is not None:
-                self.update_cell(key, "duration", self._duration_cell(row))
-            due = now + next_change(now - row.order[0], fine=_running(row))
-            self._next_at[key] = due
-            heapq.heappush(self._due, (due, key))
+                self.update_cell(key, "duration", run_rows.duration_cell(row, now))
+            self._redraws.schedule(key, row.order[0], now, fine=run_rows.running(row))
         self._rearm()
-
-
-def _run_text(row: _Row) -> str:
-    """What the run column shows: the run id, or an unreadable record's file name stem."""
-    if row.handle is not None:
-        return row.handle.run_id
-    return row.path.stem if row.path is not None else row.key
-
-
-def _running(row: _Row) -> bool:
-    return (
-        row.state is not None
-        and row.handle is not None
-        and not row.state.is_final
-        and (row.state is not RunState.PENDING)
-    )
-
-
-def _shorten(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _file_time(path: Path) -> float:
-    moment = run_id_time(path.stem)
-    if moment is not None:
-        return moment.timestamp()
-    try:
-        return path.stat().st_mtime
-    except OSError:
-        return 0.0

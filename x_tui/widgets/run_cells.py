@@ -1,0 +1,173 @@
+"""The cells of the runs table: states with a glyph as well as a colour, ages, durations, and when a
+growing span next shows another text.
+
+Every cell is a ``rich.text.Text`` (a ``str`` cell would be parsed as markup); untrusted text goes
+through ``safe_text``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Iterable, Mapping
+
+from rich.text import Text
+
+from x_tui.compute.backend import RunState
+
+STATE_STYLES: Mapping[RunState | None, tuple[str, str]] = {
+    RunState.PENDING: ("… pending", "dim"),
+    RunState.RUNNING: ("▶ running", "bold cyan"),
+    RunState.SUCCEEDED: ("✓ succeeded", "green"),
+    RunState.FAILED: ("✗ failed", "bold red"),
+    RunState.CANCELLED: ("■ cancelled", "yellow"),
+    None: ("· checking", "dim"),
+}
+"""The text and style of each state: a glyph as well as a colour, so no state rests on colour."""
+
+EMPTY = "—"
+"""What an empty cell shows."""
+
+
+def format_span(seconds: float) -> str:
+    """A short human span: ``42s``, ``17m``, ``3h05m``, ``2d04h``.
+
+    Args:
+        seconds: The span; a negative one (a clock skew) reads as ``0s``.
+
+    Returns:
+        The text, at most six characters for spans under 100 days.
+    """
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m"
+    if whole < 86400:
+        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
+    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+
+
+def format_age(seconds: float) -> str:
+    """A coarse human age, at most four characters: ``42s``, ``17m``, ``5h``, ``12d``.
+
+    Args:
+        seconds: How long ago; a negative one (a clock skew) reads as ``0s``.
+
+    Returns:
+        The text.
+    """
+    whole = max(0, int(seconds))
+    if whole < 60:
+        return f"{whole}s"
+    if whole < 3600:
+        return f"{whole // 60}m"
+    if whole < 86400:
+        return f"{whole // 3600}h"
+    return f"{whole // 86400}d"
+
+
+def next_change(seconds: float, *, fine: bool) -> float:
+    """How many seconds until a growing span shows another text.
+
+    Args:
+        seconds: The span now.
+        fine: For :func:`format_span` (a running run's duration); else for :func:`format_age`.
+
+    Returns:
+        The wait, always positive.
+    """
+    if seconds < 0:
+        return -seconds + 0.001
+    if seconds < 60:
+        step = 1
+    elif seconds < 3600 or (fine and seconds < 86400):
+        step = 60
+    else:
+        step = 3600 if (fine or seconds < 86400) else 86400
+    return step - (seconds % step)
+
+
+class RedrawQueue:
+    """When each row's age (or running duration) next shows another text: a heap of due times,
+    so a table of many rows that sits still costs nothing."""
+
+    def __init__(self) -> None:
+        """Start with nothing due."""
+        self._due: list[tuple[float, str]] = []
+        self._next_at: dict[str, float] = {}
+
+    def schedule(self, key: str, since: float, now: float, *, fine: bool) -> None:
+        """Make ``key`` due when its span (from ``since``) next shows another text.
+
+        Args:
+            key: The row.
+            since: When its span starts (an epoch time).
+            now: The current epoch time.
+            fine: Whether the span is shown finely (a running duration) rather than as an age.
+        """
+        due = now + next_change(now - since, fine=fine)
+        self._next_at[key] = due
+        heapq.heappush(self._due, (due, key))
+
+    def first_due(self) -> float | None:
+        """When the next row is due, if any is."""
+        return self._due[0][0] if self._due else None
+
+    def pop_due(self, now: float) -> list[str]:
+        """The rows due by ``now``, each once; they are due no more until scheduled again."""
+        keys: list[str] = []
+        while self._due and self._due[0][0] <= now:
+            due, key = heapq.heappop(self._due)
+            if self._next_at.get(key) == due:
+                del self._next_at[key]
+                keys.append(key)
+        return keys
+
+
+def state_cell(state: RunState | None, *, problem: bool = False) -> Text:
+    """A run's state, or ``? unknown`` when its backend could not say."""
+    if problem:
+        return Text("? unknown", style="bold magenta")
+    label, style = STATE_STYLES[state]
+    return Text(label, style=style)
+
+
+def group_state(states: Iterable[RunState | None]) -> RunState | None:
+    """The one state that sums up a sweep's runs: the least settled one.
+
+    Running before pending before checking; once every run is final, failed before cancelled
+    before succeeded (a sweep reads succeeded only when every run did).
+
+    Args:
+        states: Each run's state (``None`` before its backend has answered).
+
+    Returns:
+        The state shown on the sweep's row.
+    """
+    seen = list(states)
+    for state in (RunState.RUNNING, RunState.PENDING, None, RunState.FAILED, RunState.CANCELLED):
+        if state in seen:
+            return state
+    return RunState.SUCCEEDED if seen else None
+
+
+def group_state_cell(states: Iterable[RunState | None]) -> Text:
+    """A sweep's row's state cell: the summing-up state's glyph and the number of runs."""
+    seen = list(states)
+    label, style = STATE_STYLES[group_state(seen)]
+    return Text(f"{label.split()[0]} {len(seen)} run{'' if len(seen) == 1 else 's'}", style=style)
+
+
+def count_states(states: Iterable[RunState | None]) -> str:
+    """``1 running, 1 succeeded``: how many runs are in each state."""
+    counts: dict[str, int] = {}
+    for state in states:
+        name = state.value if state is not None else "checking"
+        counts[name] = counts.get(name, 0) + 1
+    return ", ".join(f"{count} {name}" for name, count in counts.items())
+
+
+def shorten(text: str, width: int) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"

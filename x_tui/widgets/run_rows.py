@@ -1,0 +1,361 @@
+"""The rows of the runs table: a run, an unreadable record, or a sweep's group row above its runs.
+
+A sweep (one job over several inputs, ``x-tui run JOB --sweep ...``) is shown as a group row
+keyed ``sweep:<sweep_id>`` (its id, job, backend, how its runs stand, its age), with each of its
+runs right under it, indented, its values beside the job's name. This module holds what a row is,
+what it shows, what the filter matches in it and where it sorts; the table keeps them in order.
+Every cell is ``Text`` built through ``safe_text``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.text import Text
+
+from x_tui.compute.backend import RunState
+from x_tui.compute.store import RunHandle, StoredRuns, run_id_time
+from x_tui.compute.sweeps import StoredSweeps, Sweep, parameters_text
+from x_tui.widgets.run_cells import (
+    EMPTY,
+    STATE_STYLES,
+    count_states,
+    format_age,
+    format_span,
+    group_state_cell,
+    shorten,
+    state_cell,
+)
+from x_tui.widgets.safe_text import safe_text
+
+GROUP_PREFIX = "sweep:"
+"""The key of a sweep's group row is this prefix and the sweep id."""
+
+MEMBER_INDENT = "  "
+"""What a sweep's run is indented by in the run column."""
+
+REASON_WIDTH = 12
+"""How much of an unreadable record's reason its row shows (the line under the table has all)."""
+
+SortKey = tuple[float, str, int, int]
+"""Where a row sorts, newest first once reversed: (time, id, rank, place in its sweep)."""
+
+LAST: SortKey = (0.0, "", 0, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class Membership:
+    """A run's place in a sweep.
+
+    Attributes:
+        sweep: The sweep.
+        index: The run's place in the sweep's grid, from 0.
+        parameters: The run's values.
+    """
+
+    sweep: Sweep
+    index: int
+    parameters: Mapping[str, str]
+
+
+@dataclass(slots=True)
+class RunRow:
+    """One row: a run (``handle``), an unreadable record (``path``), or a sweep (``group``).
+
+    Attributes:
+        key: The row key: a run id, ``file:<path>`` or ``sweep:<sweep_id>``.
+        order: (submission or creation time, id), for the age and the sort.
+        handle: The run's handle.
+        path: An unreadable record's file.
+        reason: Why it cannot be read.
+        state: The run's last known state.
+        ended: When a finished run ended.
+        problem: Why its backend could not say where it is.
+        member: The run's place in a sweep, when it is in one.
+        group: The sweep, on a sweep's group row.
+        latest: On a group row, the ``order`` of its newest run (the group sorts there).
+    """
+
+    key: str
+    order: tuple[float, str]
+    handle: RunHandle | None = None
+    path: Path | None = None
+    reason: str | None = None
+    state: RunState | None = None
+    ended: float | None = None
+    problem: str | None = None
+    member: Membership | None = None
+    group: Sweep | None = None
+    latest: tuple[float, str] = field(default=(0.0, ""))
+
+
+def group_key(sweep_id: str) -> str:
+    """The key of a sweep's group row."""
+    return f"{GROUP_PREFIX}{sweep_id}"
+
+
+def memberships(stored: StoredSweeps) -> dict[str, Membership]:
+    """Each run's place in a sweep, by run id (the newest sweep wins a run listed twice)."""
+    found: dict[str, Membership] = {}
+    for sweep in reversed(stored.sweeps):
+        for index, run in enumerate(sweep.runs):
+            found[run.run_id] = Membership(sweep=sweep, index=index, parameters=run.parameters)
+    return found
+
+
+def new_group(sweep: Sweep) -> RunRow:
+    """The group row of ``sweep`` (its ``latest`` is set by the table from its runs)."""
+    created = sweep.created_at.timestamp()
+    key = group_key(sweep.sweep_id)
+    return RunRow(key=key, order=(created, key), group=sweep, latest=(created, key))
+
+
+def stored_rows(
+    stored: StoredRuns,
+    existing: Mapping[str, RunRow],
+    *,
+    states: Callable[[str], RunState | None],
+    ended: Callable[[str], float | None],
+    memberships: Mapping[str, Membership],
+) -> dict[str, RunRow]:
+    """The rows the store's records make, keeping each existing row whose record is unchanged.
+
+    Args:
+        stored: The store's handles and unreadable records.
+        existing: The rows shown now, by key.
+        states: The last known state of a run, by id.
+        ended: When a finished run ended, by id.
+        memberships: Each run's place in a sweep, by id.
+
+    Returns:
+        The rows by key: the unchanged ones are the very objects of ``existing``.
+    """
+    wanted: dict[str, RunRow] = {}
+    for handle in stored.handles:
+        row = existing.get(handle.run_id)
+        if row is None or (row.handle is not handle and row.handle != handle):
+            row = RunRow(
+                key=handle.run_id,
+                order=(handle.submitted_at.timestamp(), handle.run_id),
+                handle=handle,
+                state=states(handle.run_id),
+                ended=ended(handle.run_id),
+                member=memberships.get(handle.run_id),
+            )
+        wanted[row.key] = row
+    for path, reason in stored.unreadable.items():
+        key = f"file:{path}"
+        row = existing.get(key)
+        if row is None or row.reason != reason:
+            row = RunRow(key=key, order=(file_time(path), path.name), path=path, reason=reason)
+        wanted[key] = row
+    return wanted
+
+
+def sync_groups(
+    groups: dict[str, RunRow], rows: Iterable[RunRow]
+) -> tuple[dict[str, list[RunRow]], list[str], bool]:
+    """Bring ``groups`` in line with the sweeps the ``rows`` belong to: one group per sweep.
+
+    Args:
+        groups: The group rows by key; updated in place.
+        rows: Every run's row.
+
+    Returns:
+        Each group's runs in grid order (by group key), the keys of the groups removed, and
+        whether any group was added, removed, or moved (a newer run joined it).
+    """
+    members: dict[str, list[RunRow]] = {}
+    for row in rows:
+        if row.member is not None:
+            members.setdefault(group_key(row.member.sweep.sweep_id), []).append(row)
+    removed = [key for key in groups if key not in members]
+    for key in removed:
+        del groups[key]
+    moved = bool(removed)
+    for key, runs in members.items():
+        runs.sort(key=lambda row: row.member.index if row.member is not None else 0)
+        sweep = runs[0].member.sweep if runs[0].member is not None else None
+        assert sweep is not None
+        group = groups.get(key)
+        if group is None or group.group != sweep:
+            group = groups[key] = new_group(sweep)
+            moved = True
+        latest = max(row.order for row in runs)
+        if latest != group.latest:
+            group.latest = latest
+            moved = True
+    return members, removed, moved
+
+
+def file_time(path: Path) -> float:
+    """An unreadable record's time: its run id's, else its file's modification time."""
+    moment = run_id_time(path.stem)
+    if moment is not None:
+        return moment.timestamp()
+    try:
+        return path.stat().st_mtime
+    except OSError:
+        return 0.0
+
+
+def run_text(row: RunRow) -> str:
+    """What the run column shows (unique per row: the table sorts by it)."""
+    if row.group is not None:
+        return f"▾ {row.group.sweep_id}"
+    if row.handle is not None:
+        indent = MEMBER_INDENT if row.member is not None else ""
+        return f"{indent}{row.handle.run_id}"
+    return row.path.stem if row.path is not None else row.key
+
+
+def sort_key(row: RunRow, groups: Mapping[str, RunRow]) -> SortKey:
+    """Where ``row`` sorts, newest first once reversed: a sweep's runs right under its group row.
+
+    Args:
+        row: The row.
+        groups: The group rows, by key.
+
+    Returns:
+        The key.
+    """
+    if row.group is not None:
+        return (row.latest[0], row.key, 2, 0)
+    if row.member is not None:
+        group = groups.get(group_key(row.member.sweep.sweep_id))
+        if group is not None:
+            return (group.latest[0], group.key, 1, -row.member.index)
+    return (row.order[0], row.order[1], 2, 0)
+
+
+def running(row: RunRow) -> bool:
+    """Whether the row's duration grows (a run that has started and not ended)."""
+    return (
+        row.handle is not None
+        and row.state is not None
+        and not row.state.is_final
+        and row.state is not RunState.PENDING
+    )
+
+
+def duration_cell(row: RunRow, now: float) -> Text:
+    """How long the run took, or has been running."""
+    if row.state is None or row.state is RunState.PENDING or row.handle is None:
+        return Text(EMPTY, style="dim")
+    if row.state.is_final:
+        if row.ended is None:
+            return Text(EMPTY, style="dim")
+        return Text(format_span(row.ended - row.order[0]))
+    return Text(format_span(now - row.order[0]), style="cyan")
+
+
+def cells(row: RunRow, now: float, members: Sequence[RunRow] = ()) -> tuple[Text, ...]:
+    """The row's cells: run, job, backend, state, age, took.
+
+    Args:
+        row: The row.
+        now: The current epoch time.
+        members: On a group row, its runs' rows.
+
+    Returns:
+        One ``Text`` per column.
+    """
+    age = Text(format_age(now - row.order[0]))
+    if row.group is not None:
+        return (
+            safe_text(run_text(row), "bold"),
+            safe_text(row.group.job, "bold"),
+            safe_text(row.group.backend),
+            group_state_cell(member.state for member in members),
+            age,
+            Text(EMPTY, style="dim"),
+        )
+    if row.handle is None:
+        return (
+            safe_text(run_text(row), "red"),
+            safe_text(shorten(row.reason or "", REASON_WIDTH), "red"),
+            Text(EMPTY, style="dim"),
+            Text("✗ unreadable", style="bold red"),
+            age,
+            Text(EMPTY, style="dim"),
+        )
+    job = safe_text(row.handle.job)
+    if row.member is not None:
+        job.append(" ")
+        job.append_text(safe_text(parameters_text(row.member.parameters), "bold"))
+    return (
+        safe_text(run_text(row)),
+        job,
+        safe_text(row.handle.backend),
+        state_cell(row.state, problem=row.problem is not None),
+        age,
+        duration_cell(row, now),
+    )
+
+
+def matches(row: RunRow, text: str, members: Sequence[RunRow] = ()) -> bool:
+    """Whether the filter ``text`` (lower case) matches the row.
+
+    A run matches on its id, job, backend and state, and, in a sweep, on the sweep id and its
+    values; a group row matches on its sweep id, job and backend, or when one of its runs does.
+    """
+    if not text:
+        return True
+    if row.group is not None:
+        words = [row.group.sweep_id, row.group.job, row.group.backend]
+        if any(text in word.lower() for word in words):
+            return True
+        return any(matches(member, text) for member in members)
+    words = [row.key, STATE_STYLES[row.state][0]]
+    if row.handle is not None:
+        words += [row.handle.job, row.handle.backend]
+    else:
+        words += ["unreadable", row.reason or ""]
+    if row.member is not None:
+        words += [row.member.sweep.sweep_id, parameters_text(row.member.parameters)]
+    return any(text in word.lower() for word in words)
+
+
+def describe(row: RunRow, members: Sequence[RunRow] = ()) -> Text:
+    """One line about a row, for the line under the table: the reason, the problem or where.
+
+    Args:
+        row: The row.
+        members: On a group row, its runs' rows.
+
+    Returns:
+        The text.
+    """
+    if row.path is not None:
+        return Text.assemble(
+            safe_text(str(row.path), "bold"), ": ", safe_text(row.reason or "", "red")
+        )
+    if row.group is not None:
+        sweep = row.group
+        axes = " ".join(f"{axis.name}={','.join(axis.values)}" for axis in sweep.axes)
+        counts = count_states(member.state for member in members)
+        return Text.assemble(
+            "sweep ",
+            safe_text(sweep.sweep_id, "bold"),
+            safe_text(f" of {sweep.job}: {len(members)} runs ({counts}) over {axes}"),
+            ("  c cancels every run", "dim"),
+        )
+    assert row.handle is not None
+    if row.problem is not None:
+        return Text.assemble(
+            safe_text(row.handle.run_id, "bold"), ": ", safe_text(row.problem, "red")
+        )
+    line = Text.assemble(
+        safe_text(row.handle.run_id, "bold"),
+        " from ",
+        safe_text(row.handle.project),
+        f"  submitted {row.handle.submitted_at:%Y-%m-%d %H:%M:%S} UTC",
+    )
+    if row.member is not None:
+        line.append("  sweep ")
+        line.append_text(safe_text(row.member.sweep.sweep_id))
+        line.append(" ")
+        line.append_text(safe_text(parameters_text(row.member.parameters), "bold"))
+    return line

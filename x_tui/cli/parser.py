@@ -128,6 +128,13 @@ def build_parser() -> Parser:
     )
     cancel.add_argument("run_id", metavar="RUN_ID|SWEEP_ID")
 
+    teardown = verb(
+        "teardown",
+        "Remove what a run holds on its provider (SkyPilot: its cluster), also after the run "
+        "ended; a run still going is cancelled. Fetch the outputs first where they live there.",
+    )
+    teardown.add_argument("run_id", metavar="RUN_ID")
+
     backends = verb(
         "backends", "List the registered backends; with --accelerators, what each one offers."
     )

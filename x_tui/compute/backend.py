@@ -61,6 +61,10 @@ class Capability(str, enum.Enum):
     """``accelerators() -> list[AcceleratorOffer]`` lists the kinds, counts per node and hourly
     prices the backend offers, and ``check_offer(request)`` raises a ``ResourceError`` before
     anything is submitted when a run asks for one it does not offer."""
+    TEARDOWN = "teardown"
+    """``teardown(handle)`` removes what the run holds on the provider (a cluster, say), also
+    after the run ended; a run still going is cancelled. Anything kept only there (outputs not
+    yet fetched) goes with it."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -85,6 +85,7 @@ class SkyPilotBackend:
                 Capability.REQUEST,
                 Capability.ACCELERATORS,
                 Capability.EXTENSIONS,
+                Capability.TEARDOWN,
             }
         )
 

@@ -1,0 +1,106 @@
+"""``x-tui teardown RUN_ID``: a SkyPilot run's cluster goes, also after the run ended.
+
+The SkyPilot runs go through the real backend and the fake SkyPilot (its network boundary), with
+the copy transport against a real sshd, so the cluster outlives the run until torn down. The local
+backend holds nothing once a run ends: the verb is refused there.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pytest
+from backends.fake_sky import fixtures
+from backends.fake_sky.harness import (
+    FakeSky,
+    SkyTool,
+    SshServer,
+    install_fake_sky,
+    make_locked_project,
+    run_cli,
+    sky_pyproject,
+)
+
+if TYPE_CHECKING:
+    from conftest import Cli
+
+outside_tmp = fixtures.outside_tmp
+sky_tool = fixtures.sky_tool
+sshd = fixtures.sshd
+
+JOB = """\
+[tool.substrax.compute.jobs.hello]
+commands = { hi = ["python", "-c", "print('hi from the cluster', flush=True)"] }
+timeout_seconds = 120
+"""
+
+
+@pytest.fixture
+def fake(
+    sky_tool: SkyTool, sshd: SshServer, outside_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeSky]:
+    for found in install_fake_sky(sky_tool, outside_tmp / "sky", monkeypatch):
+        sshd.configure(found)
+        yield found
+
+
+def test_teardown_removes_an_ended_runs_cluster_and_names_a_failed_step(
+    fake: FakeSky, tmp_path: Path
+) -> None:
+    project = make_locked_project(tmp_path / "project", {})
+    (project / "pyproject.toml").write_text(sky_pyproject(fake.tool.link, "copy", {}, JOB))
+    env = {**os.environ, "SUBSTRAX_STATE_DIR": str(tmp_path / "state")}
+    done = run_cli(["run", "hello", "--into", str(tmp_path / "runs")], cwd=project, env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    run_id = done.stdout.split()[1]
+    (cluster,) = fake.clusters()  # the run ended; the copy transport's cluster stays up
+
+    fake.fail("down", "Failed to terminate the instances: PermissionDenied")
+    failed = run_cli(["teardown", run_id], cwd=project, env=env)
+    assert failed.returncode == 1
+    (line,) = failed.stderr.splitlines()
+    assert line.startswith(
+        f"x-tui: teardown {run_id}: SkyPilot failed while tearing down {cluster}"
+    )
+    assert line.endswith("Failed to terminate the instances: PermissionDenied")
+    assert fake.clusters() == [cluster]
+
+    fake.release("fail-down")
+    torn = run_cli(["teardown", run_id], cwd=project, env=env)
+    assert (torn.returncode, torn.stdout, torn.stderr) == (
+        0,
+        f"Tore down {run_id} on skypilot.\n",
+        "",
+    )
+    assert fake.clusters() == []
+    status = run_cli(["status", run_id], cwd=project, env=env)
+    assert status.stdout.split()[-1] == "succeeded"  # the fetched copy still answers
+    assert (tmp_path / "runs" / run_id / "hi" / "stdout.log").read_text() == "hi from the cluster\n"
+    again = run_cli(["teardown", run_id], cwd=project, env=env)
+    assert (again.returncode, again.stderr) == (0, "")  # nothing left is not a failure
+
+
+def test_teardown_is_refused_in_one_line_for_the_local_backend(cli: Cli) -> None:
+    done = cli("run", "hello")
+    assert done.returncode == 0, done.stderr
+    run_id = cli.submitted_id(done.stdout)
+    before = cli.snapshot()
+    refused = cli("teardown", run_id)
+    assert refused.returncode == 2
+    assert refused.stdout == ""
+    assert refused.stderr == (
+        f"x-tui: nothing to tear down for the local backend ({run_id}); to stop a run still"
+        f" going: x-tui cancel {run_id}\n"
+    )
+    assert cli.snapshot() == before
+
+
+def test_teardown_of_an_unknown_run_is_refused_in_one_line(cli: Cli) -> None:
+    refused = cli("teardown", "hello-20260101T000000Z-abcdef")
+    assert refused.returncode == 2
+    (line,) = refused.stderr.splitlines()
+    assert "hello-20260101T000000Z-abcdef" in line
+    assert "Traceback" not in refused.stderr

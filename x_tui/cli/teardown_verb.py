@@ -1,0 +1,58 @@
+"""``x-tui teardown RUN_ID``: remove what a run holds on its provider.
+
+Only a backend that declares ``Capability.TEARDOWN`` holds anything once a run ends (SkyPilot: the
+run's cluster, and with the copy transport the outputs on it); for any other backend the verb is
+refused in one line. A run still going is cancelled first.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Protocol, cast
+
+from x_tui.cli.output import complain, escaped, say
+from x_tui.compute.backend import Capability, capabilities_of
+from x_tui.compute.operations import backend_for
+from x_tui.compute.store import RunHandle, RunStore
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_REFUSED = 2
+
+
+class _TearsDown(Protocol):
+    def teardown(self, handle: RunHandle) -> None: ...
+
+
+def teardown(args: argparse.Namespace) -> int:
+    """``x-tui teardown RUN_ID``: remove what the run holds on its provider.
+
+    This removes a run that already ended too (unlike ``cancel``), and with it anything kept only
+    on the provider: fetch the outputs first where they live there.
+
+    Args:
+        args: The parsed command line.
+
+    Returns:
+        0; 1 when a step of the teardown failed (each failure named on stderr); 2 when the run's
+        backend holds nothing to tear down (one line on stderr).
+
+    Raises:
+        UserError: If the run has no readable handle, or its backend cannot be rebuilt or answer.
+    """
+    handle = RunStore().load(args.run_id)
+    backend = backend_for(handle)
+    if Capability.TEARDOWN not in capabilities_of(backend):
+        complain(
+            f"nothing to tear down for the {handle.backend} backend ({handle.run_id}); to stop"
+            f" a run still going: x-tui cancel {handle.run_id}"
+        )
+        return EXIT_REFUSED
+    try:
+        cast(_TearsDown, backend).teardown(handle)
+    except ExceptionGroup as group:
+        for failure in group.exceptions:
+            complain(f"teardown {handle.run_id}: {failure}")
+        return EXIT_FAILED
+    say(f"Tore down {handle.run_id} on {escaped(handle.backend)}.")
+    return EXIT_OK

@@ -69,6 +69,67 @@ async def test_r_then_y_runs_the_job_again_with_the_staged_spec_and_frozen_setti
         assert {h.run_id for h in RunStore().read_all().handles} == {first.run_id, second.run_id}
 
 
+GUARDED_JOB = """
+[tool.substrax.compute.jobs.guarded]
+timeout_seconds = 120
+retries = 1
+secrets = { env_mapping = { XTUI_RERUN_SOURCE = "XTUI_RERUN_TOKEN" } }
+[tool.substrax.compute.jobs.guarded.commands]
+odd = ["python", "odd.py"]
+"""
+
+ODD = """\
+import os, pathlib, sys
+
+counter = pathlib.Path("odd.count")
+number = int(counter.read_text()) + 1 if counter.exists() else 1
+counter.write_text(str(number))
+print(f"token length {len(os.environ.get('XTUI_RERUN_TOKEN', ''))}", flush=True)
+if number % 2:
+    print("an odd attempt fails", flush=True)
+    sys.exit(5)
+print("an even attempt works", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("leftovers")
+@asynchronous
+async def test_a_rerun_keeps_the_jobs_retries_and_reads_its_secrets_again(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each run's first attempt fails: only a re-run that kept ``retries`` succeeds."""
+    project = write_project(tmp_path / "sample", GUARDED_JOB)
+    (project / "odd.py").write_text(ODD)
+    monkeypatch.setenv("XTUI_RERUN_SOURCE", "abc")
+    first = await submitted(project, "guarded")
+    app = make_app(project)
+    async with app.run_test(size=(120, 30)) as pilot:
+        await app.push_screen(RunScreen(first))
+        screen = app.screen
+        assert isinstance(screen, RunScreen)
+        await wait_until(pilot, lambda: screen.state is RunState.SUCCEEDED, "the first run")
+        monkeypatch.setenv("XTUI_RERUN_SOURCE", "abcdef")
+        await pilot.press("r")
+        await wait_until(pilot, lambda: isinstance(app.screen, ConfirmScreen), "the question")
+        await pilot.press("y")
+        await wait_until(
+            pilot,
+            lambda: isinstance(app.screen, RunScreen) and app.screen.handle != first,
+            "the new run's screen",
+        )
+        again = app.screen
+        assert isinstance(again, RunScreen)
+        await wait_until(pilot, lambda: again.state is not None and again.state.is_final, "end")
+        assert again.state is RunState.SUCCEEDED
+    first_dir, second_dir = (Path(h.details["run_dir"]) for h in (first, again.handle))
+    assert (second_dir / "retries.json").read_text() == (first_dir / "retries.json").read_text()
+    assert "token length 3" in (first_dir / "worker.log").read_text()
+    log = (second_dir / "worker.log").read_text()
+    assert "token length 6" in log
+    assert "abcdef" not in log
+
+
 @asynchronous
 async def test_y_copies_the_run_id_on_the_run_screen(state_dir: Path) -> None:
     handle = finished_run(state_dir, tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())])

@@ -355,38 +355,55 @@ def _fetch(app: App[object], screen: Screen[object], handle: RunHandle, destinat
 
 
 def rerun_plan(service: Service, handle: RunHandle) -> tuple[RunPlan, str]:
-    """The plan that runs ``handle``'s job again: same backend, same frozen settings.
+    """The plan that runs ``handle``'s job again: same backend, same frozen settings, same spec,
+    and the job's extensions (retries, dependencies, secrets by name).
 
-    The spec is the one the run was staged with when this machine keeps it; otherwise the job is
-    resolved again from the project's pyproject.toml.
+    The job is planned again through the service from the project's pyproject.toml, on the run's
+    backend, which brings back what a spec cannot hold (the extensions, the resource request,
+    the cost bound); the spec the run was staged with replaces the planned one when this machine
+    keeps it (a sweep's values, an accelerator chosen at submit), and the settings are the ones
+    frozen into the handle. Secret values are not kept anywhere: submit reads them again from
+    this shell.
 
     Args:
         service: The service.
         handle: The run to repeat.
 
     Returns:
-        The plan and where its spec came from, in words.
+        The plan and where it came from, in words.
 
     Raises:
-        UserError: If the spec cannot be found or resolved, or the backend cannot be built.
+        UserError: If neither the staged spec nor the job can be found, or the backend cannot
+            be built.
     """
     spec, note = RunReader(service, handle).spec()
     project = Path(handle.project)
-    if spec is not None:
+    settings = dict(handle.settings)
+    staged = spec.resources.accelerator if spec is not None else None
+    try:
+        opened = service.open_project(project)
+        planned = service.plan(opened, handle.job, backend=handle.backend)
+        if staged is not None and planned.spec.resources.accelerator != staged:
+            # Chosen at submit, not configured: ask for it again, as it was given.
+            planned = service.plan(
+                opened, handle.job, backend=handle.backend, accelerator=str(staged)
+            )
+    except UserError as error:
+        if spec is None:
+            raise
         plan = RunPlan(
-            project=project,
-            spec=spec,
-            backend=handle.backend,
-            settings=dict(handle.settings),
+            project=project, spec=spec, backend=handle.backend, settings=settings,
             provider_request=None,
-        )
-        return plan, "the spec it was staged with"
-    opened = service.open_project(project)
-    planned = service.plan(opened, handle.job, backend=handle.backend)
-    return (
-        dataclasses.replace(planned, settings=dict(handle.settings)),
-        f"the job as {project}/pyproject.toml declares it now ({note})",
-    )
+        )  # fmt: skip
+        return plan, f"the spec it was staged with, without the job's extensions ({error})"
+    if spec is None:
+        where = f"the job as {project}/pyproject.toml declares it now ({note})"
+        return dataclasses.replace(planned, settings=settings), where
+    request = planned.request
+    if staged is None and request is not None and request.accelerator is not None:
+        request = dataclasses.replace(request, accelerator=None)
+    plan = dataclasses.replace(planned, spec=spec, settings=settings, request=request)
+    return plan, "the spec it was staged with and the job's extensions"
 
 
 def ask_rerun(screen: Screen[object], handle: RunHandle) -> None:
@@ -396,7 +413,11 @@ def ask_rerun(screen: Screen[object], handle: RunHandle) -> None:
     question.append_text(safe_text(handle.job, "bold"))
     question.append_text(safe_text(f" again on {handle.backend}, with the settings of "))
     question.append_text(safe_text(handle.run_id, "bold"))
-    question.append("?\nThe staged spec is reused when this machine keeps it.", style="dim")
+    question.append(
+        "?\nThe staged spec is reused when this machine keeps it; the job's retries and"
+        " dependencies come from pyproject.toml, its secrets from this shell, as now.",
+        style="dim",
+    )
 
     def answered(confirmed: bool | None) -> None:
         if confirmed:

@@ -237,6 +237,7 @@ def test_its_abilities_are_declared() -> None:
         Capability.REQUEST,
         Capability.ACCELERATORS,
         Capability.EXTENSIONS,
+        Capability.TEARDOWN,
     }
 
 

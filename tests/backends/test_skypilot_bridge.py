@@ -19,7 +19,6 @@ from .fake_sky import fixtures
 from .fake_sky.harness import (
     FakeSky,
     SkyTool,
-    entry_point_path,
     make_locked_project,
     run_cli,
     sky_pyproject,
@@ -164,12 +163,8 @@ def test_with_no_cloud_enabled_submit_says_so_in_one_line_and_launches_nothing(
 
 @pytest.fixture
 def cli_env(tmp_path: Path) -> dict[str, str]:
-    """The environment of an x-tui subprocess: its own state, the skypilot entry point."""
-    return {
-        **os.environ,
-        "SUBSTRAX_STATE_DIR": str(tmp_path / "state"),
-        "PYTHONPATH": str(entry_point_path(tmp_path / "entry-point")),
-    }
+    """The environment of an x-tui subprocess: its own state."""
+    return {**os.environ, "SUBSTRAX_STATE_DIR": str(tmp_path / "state")}
 
 
 def test_the_cli_refuses_a_run_without_skypilot_with_one_line_and_exit_2(

@@ -1,7 +1,6 @@
 """The headless CLI with ``backend = "skypilot"``: plan, run, status, logs, cancel, for real.
 
-Until x-tui's metadata declares the ``skypilot`` entry point, the subprocess finds it through a
-distribution of the tests' own on ``PYTHONPATH`` (same name, same value).
+The subprocess finds the backend through x-tui's own ``skypilot`` entry point.
 """
 
 from __future__ import annotations
@@ -19,7 +18,6 @@ from .fake_sky import fixtures
 from .fake_sky.harness import (
     FakeSky,
     S3Server,
-    entry_point_path,
     make_locked_project,
     run_cli,
     sky_pyproject,
@@ -53,7 +51,7 @@ def bucket(s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
     monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(tmp_path / "state"))
-    return {**os.environ, "PYTHONPATH": str(entry_point_path(tmp_path / "entry-point"))}
+    return dict(os.environ)
 
 
 @pytest.fixture

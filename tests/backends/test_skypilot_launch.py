@@ -30,7 +30,6 @@ from .fake_sky import fixtures
 from .fake_sky.harness import (
     FakeSky,
     S3Server,
-    entry_point_path,
     make_locked_project,
     run_cli,
     sky_pyproject,
@@ -80,13 +79,9 @@ def project(fake_sky: FakeSky, bucket: str, tmp_path: Path) -> Path:
 
 @pytest.fixture
 def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    """x-tui's environment: a state directory of its own (this process's too), the entry point."""
+    """x-tui's environment: a state directory of its own (this process's too)."""
     monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(tmp_path / "state"))
-    return {
-        **os.environ,
-        "SUBSTRAX_STATE_DIR": str(tmp_path / "state"),
-        "PYTHONPATH": str(entry_point_path(tmp_path / "entry-point")),
-    }
+    return dict(os.environ)
 
 
 @pytest.fixture

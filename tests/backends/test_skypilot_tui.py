@@ -26,7 +26,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.operations import open_project
 
 from .fake_sky import fixtures
-from .fake_sky.harness import FakeSky, S3Server, entry_point_path, make_locked_project
+from .fake_sky.harness import FakeSky, S3Server, make_locked_project
 
 fake_sky = fixtures.fake_sky
 s3 = fixtures.s3
@@ -45,9 +45,8 @@ second = ["python", "-c", "import time; print('second sleeping', flush=True); ti
 
 
 @pytest.fixture(autouse=True)
-def registered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The skypilot entry point, a private state directory and no user settings."""
-    monkeypatch.syspath_prepend(str(entry_point_path(tmp_path / "entry-point")))
+def private_state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A private state directory and no user settings."""
     monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("X_TUI_CONFIG", str(tmp_path / "no-settings.toml"))
 

@@ -183,25 +183,6 @@ def make_locked_project(root: Path, scripts: dict[str, str]) -> Path:
     return root
 
 
-ENTRY_POINT = "skypilot = x_tui.backends.skypilot:SkyPilotBackend"
-"""The entry point pyproject.toml is to declare; the CLI tests declare it in a path of their own."""
-
-
-def entry_point_path(root: Path) -> Path:
-    """A directory whose distribution registers the skypilot backend, for ``PYTHONPATH``.
-
-    Until x-tui's own metadata declares the entry point, a CLI run in a subprocess finds the
-    backend through this one (the same name and value, so it changes nothing once declared).
-    """
-    info = root / "x_tui_skypilot_tests-0.0.dist-info"
-    info.mkdir(parents=True)
-    (info / "METADATA").write_text(
-        "Metadata-Version: 2.1\nName: x-tui-skypilot-tests\nVersion: 0.0\n", encoding="utf-8"
-    )
-    (info / "entry_points.txt").write_text(f"[x_tui.backends]\n{ENTRY_POINT}\n", encoding="utf-8")
-    return root
-
-
 def sky_pyproject(sky: Path, transport: str, table: dict[str, object], jobs: str) -> str:
     """A project's pyproject.toml whose default backend is skypilot through ``sky``."""
     lines = "".join(f"{key} = {json.dumps(value)}\n" for key, value in table.items())

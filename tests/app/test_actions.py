@@ -17,9 +17,18 @@ from x_tui.compute.backend import SPEC_NAME, RunState
 from x_tui.compute.manifest import TaskStatus
 from x_tui.compute.spec import Accelerator
 from x_tui.compute.store import RunStore
+from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
 
 from .conftest import asynchronous, make_app, screen_text, wait_until
-from .screens_support import NOW, finished_run, leftovers, notices, submitted, write_project
+from .screens_support import (
+    NOW,
+    SUBMITTED_AT,
+    finished_run,
+    leftovers,
+    notices,
+    submitted,
+    write_project,
+)
 
 __all__ = ["leftovers"]
 
@@ -153,6 +162,55 @@ async def test_the_command_palette_offers_the_runs_actions(state_dir: Path) -> N
         )
         await pilot.press("enter")
         await wait_until(pilot, lambda: app.clipboard == handle.run_id, "the clipboard")
+
+
+@asynchronous
+async def test_the_palette_offers_the_run_actions_on_the_main_screen_too(state_dir: Path) -> None:
+    handle = finished_run(state_dir, tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())])
+    app = make_app(None, poll=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: table.highlighted_handle() == handle, "the run")
+        await pilot.press("ctrl+p")
+        await pilot.press(*"copy id")
+        await wait_until(
+            pilot, lambda: f"Copy id {handle.run_id}" in screen_text(app), "the palette's hit"
+        )
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.clipboard == handle.run_id, "the clipboard")
+        assert isinstance(app.screen, MainScreen)
+
+
+@asynchronous
+async def test_the_palette_offers_a_highlighted_sweeps_cancel_and_id(state_dir: Path) -> None:
+    sweep_id = "sweep-train-20260919T120000Z-0a1b2c3d"
+    run_id = "train-20260919T120000Z-0a1b2c"
+    finished_run(state_dir, run_id=run_id, tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())])
+    SweepStore(state_dir / "x-tui" / "sweeps").save(
+        Sweep(
+            sweep_id=sweep_id,
+            job="train",
+            backend="local",
+            project="/home/user/sample",
+            created_at=SUBMITTED_AT,
+            axes=(SweepAxis(name="LR", values=("1e-4",)),),
+            runs=(SweepRun(run_id=run_id, parameters={"LR": "1e-4"}),),
+        )
+    )
+    app = make_app(None, poll=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: f"sweep:{sweep_id}" in table.rows, "the sweep's row")
+        table.move_cursor(row=table.get_row_index(f"sweep:{sweep_id}"))
+        await pilot.press("ctrl+p")
+        await pilot.press(*"sweep")
+        await wait_until(
+            pilot, lambda: f"Cancel sweep {sweep_id}" in screen_text(app), "the palette's hit"
+        )
+        await pilot.press("ctrl+a", "ctrl+k", *"copy id sweep")
+        await wait_until(pilot, lambda: f"Copy id {sweep_id}" in screen_text(app), "copy id")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: app.clipboard == sweep_id, "the clipboard")
 
 
 @asynchronous

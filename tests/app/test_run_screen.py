@@ -321,3 +321,61 @@ def test_fewer_devices_than_requested_is_a_difference() -> None:
     )
     assert not comparison.matches
     assert comparison.verdict == "Asked for A100:4, but the run saw 2: 2x NVIDIA A100 (gpu)."
+
+
+FLAKY_JOB = """
+[tool.substrax.compute.jobs.flaky]
+timeout_seconds = 120
+retries = 2
+commands = { flaky = ["python", "flaky.py"] }
+"""
+
+FLAKY = """\
+import pathlib
+import sys
+
+counter = pathlib.Path("flaky.count")
+number = int(counter.read_text()) + 1 if counter.exists() else 1
+counter.write_text(str(number))
+print(f"attempt number {number}", flush=True)
+if number < 3:
+    sys.exit(7)
+print("finally worked", flush=True)
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("leftovers")
+@asynchronous
+async def test_a_task_that_failed_twice_then_succeeded_shows_its_three_attempts(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    project = write_project(tmp_path / "sample", FLAKY_JOB)
+    (project / "flaky.py").write_text(FLAKY)
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        browser = app.main_screen.jobs
+        await wait_until(pilot, lambda: browser.highlighted_job == "flaky", "the job")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, SubmitScreen), "the submit screen")
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+        screen = _run_screen(app)
+        await wait_until(pilot, lambda: screen.state is RunState.SUCCEEDED, "the run to succeed")
+        screen.query_one("#run-tabs", TabbedContent).active = "tab-manifest"
+        await wait_until(pilot, lambda: "↳ attempt 2" in screen_text(app), "the attempts' rows")
+        rows = [line.split() for line in screen_text(app).splitlines() if "↳ attempt" in line]
+        assert [row[row.index("↳") : row.index("↳") + 5] for row in rows] == [
+            ["↳", "attempt", "1", "failed", "7"],
+            ["↳", "attempt", "2", "failed", "7"],
+        ]
+        await pilot.press("right_square_bracket", "right_square_bracket", "right_square_bracket")
+        await wait_until(pilot, lambda: "finally worked" in screen_text(app), "the latest log")
+        assert "attempt 3 of 3 (latest)" in screen_text(app)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: "attempt number 2" in screen_text(app), "attempt 2's log")
+        assert "attempt 2 of 3" in screen_text(app)
+        assert "finally worked" not in screen_text(app)
+        await pilot.press("p")
+        await wait_until(pilot, lambda: "attempt number 1" in screen_text(app), "attempt 1's log")
+        assert "attempt 1 of 3" in screen_text(app)

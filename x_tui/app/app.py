@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
+from textual.command import Provider
 from textual.message import Message
 from textual.screen import Screen
 
@@ -41,10 +42,21 @@ STYLES = Path(__file__).resolve().parent.parent / "styles"
 """The directory of the app's ``.tcss`` files (absolute, so a subclass elsewhere finds them)."""
 
 
+def _run_commands() -> type[Provider]:
+    """The palette's run actions (imported when the palette first opens, not at start-up)."""
+    from x_tui.app.commands import provider
+
+    return provider()
+
+
 class XTuiApp(App[int]):
     """Launch and watch the compute runs a project declares; see the module documentation."""
 
     TITLE = "x-tui"
+    COMMANDS: ClassVar[set[type[Provider] | Callable[[], type[Provider]]]] = {
+        *App.COMMANDS,
+        _run_commands,
+    }
     CSS_PATH = [STYLES / "app.tcss", STYLES / "main.tcss"]
     HELP_TITLE = "Everywhere"
     BINDINGS: ClassVar[list[BindingType]] = [

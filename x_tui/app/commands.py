@@ -1,11 +1,13 @@
 """The command palette's x-tui commands (``ctrl+p``): the run actions, submitting a job, opening
 a run, and the help, for the screen the palette was opened on.
 
-A screen that mixes in :class:`~x_tui.app.actions.RunActions` gets the actions on its selected run
-(cancel, fetch, re-run, copy id); a screen with a ``project`` gets one "Submit <job>" per job; every
-stored run can be opened by typing part of its id. Add :class:`RunCommands` to a screen's or the
-app's ``COMMANDS``. Titles hold only run ids and job names, which are validated to letters,
-digits, ``.``, ``_`` and ``-``; anything else is shown as plain text, never as markup.
+The app lists :class:`RunCommands` in its ``COMMANDS``, so the palette offers them on every
+screen. A screen with a ``selected_run()`` (the run screen, the main screen's highlighted run)
+gets the actions on that run (cancel, fetch, re-run, copy id); the main screen with a sweep's
+row highlighted gets "Cancel sweep" and "Copy id" of the sweep; a screen with a ``project`` gets
+one "Submit <job>" per job; every stored run can be opened by typing part of its id. Titles hold
+only run ids, sweep ids and job names, which are validated to letters, digits, ``.``, ``_`` and
+``-``; anything else is shown as plain text, never as markup.
 """
 
 from __future__ import annotations
@@ -19,15 +21,16 @@ from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.screen import Screen
 
 from x_tui.app.actions import (
-    RunActions,
     ask_cancel,
     ask_fetch,
     ask_rerun,
     copy_run_id,
     monitor_of,
     open_run,
+    sweep_action,
 )
 from x_tui.compute.operations import Project
+from x_tui.compute.store import RunHandle
 
 MAX_RUNS_OFFERED = 500
 """At most this many stored runs (the newest) are searched for "Open run"."""
@@ -62,29 +65,29 @@ def run_commands(screen: Screen[object]) -> Iterator[Command]:
     from x_tui.app.help_screen import help_for
 
     app = screen.app
-    if isinstance(screen, RunActions):
-        handle = screen.selected_run()
-        if handle is not None:
-            yield Command(
-                f"Cancel {handle.run_id}",
-                partial(ask_cancel, screen, handle),
-                "Stop the run's tasks (asks first)",
-            )
-            yield Command(
-                f"Fetch {handle.run_id}",
-                partial(ask_fetch, screen, handle),
-                "Copy the run's outputs here (asks where to)",
-            )
-            yield Command(
-                f"Re-run {handle.run_id}",
-                partial(ask_rerun, screen, handle),
-                "Run the job again with the same settings (asks first)",
-            )
-            yield Command(
-                f"Copy id {handle.run_id}",
-                partial(copy_run_id, screen, handle),
-                "Put the run id on the clipboard",
-            )
+    yield from _sweep_commands(screen)
+    handle = _selected_run(screen)
+    if handle is not None:
+        yield Command(
+            f"Cancel {handle.run_id}",
+            partial(ask_cancel, screen, handle),
+            "Stop the run's tasks (asks first)",
+        )
+        yield Command(
+            f"Fetch {handle.run_id}",
+            partial(ask_fetch, screen, handle),
+            "Copy the run's outputs here (asks where to)",
+        )
+        yield Command(
+            f"Re-run {handle.run_id}",
+            partial(ask_rerun, screen, handle),
+            "Run the job again with the same settings (asks first)",
+        )
+        yield Command(
+            f"Copy id {handle.run_id}",
+            partial(copy_run_id, screen, handle),
+            "Put the run id on the clipboard",
+        )
     project = getattr(screen, "project", None)
     if isinstance(project, Project) and project.config is not None:
         for job in project.config.jobs:
@@ -105,6 +108,41 @@ def run_commands(screen: Screen[object]) -> Iterator[Command]:
                 "Show the run's logs, manifest and devices",
                 discoverable=False,
             )
+
+
+def _selected_run(screen: Screen[object]) -> RunHandle | None:
+    """The run ``screen`` has selected: its ``selected_run()``, when it has one."""
+    selected = getattr(screen, "selected_run", None)
+    if not callable(selected):
+        return None
+    handle = selected()
+    return handle if isinstance(handle, RunHandle) else None
+
+
+def _sweep_commands(screen: Screen[object]) -> Iterator[Command]:
+    """Cancel and copy the id of the sweep whose row the runs table highlights, if it does."""
+    from x_tui.widgets.runs_table import RunsTable
+
+    tables = screen.query(RunsTable)
+    chosen = tables.first().highlighted_sweep() if tables else None
+    if chosen is None:
+        return
+    sweep, handles = chosen
+    yield Command(
+        f"Cancel sweep {sweep.sweep_id}",
+        partial(sweep_action, screen, "cancel_run", sweep, handles),
+        "Stop every unfinished run of the sweep (asks first)",
+    )
+    yield Command(
+        f"Copy id {sweep.sweep_id}",
+        partial(sweep_action, screen, "copy_run_id", sweep, handles),
+        "Put the sweep id on the clipboard",
+    )
+
+
+def provider() -> type[Provider]:
+    """:class:`RunCommands`, for ``App.COMMANDS`` (called, so this module loads on first use)."""
+    return RunCommands
 
 
 def _submit(screen: Screen[object], job: str) -> None:

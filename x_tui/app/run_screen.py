@@ -36,7 +36,6 @@ from x_tui.app.actions import (
     monitor_of,
     service_of,
 )
-from x_tui.app.commands import RunCommands
 from x_tui.app.log_views import new_log_view
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
 from x_tui.app.run_sources import STREAMS, RunReader, RunSnapshot
@@ -289,7 +288,6 @@ class RunScreen(RunActions, Screen[None]):
 
     HELP_TITLE = "Run screen"
     CSS_PATH = "../styles/run.tcss"
-    COMMANDS = {RunCommands}
     BINDINGS = [
         Binding("escape", "back", "Back", id="run.back"),
         *RUN_ACTION_BINDINGS,

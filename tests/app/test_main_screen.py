@@ -79,8 +79,10 @@ async def test_a_run_the_cli_submits_from_another_process_appears_and_succeeds(
         await wait_until(pilot, lambda: run_id in table.rows, "the CLI's run in the table")
         await wait_until(
             pilot,
-            lambda: app.monitor.state_of(run_id) is RunState.SUCCEEDED
-            and "✓ succeeded" in screen_text(app),
+            lambda: (
+                app.monitor.state_of(run_id) is RunState.SUCCEEDED
+                and "✓ succeeded" in screen_text(app)
+            ),
             "the run to show as succeeded",
         )
         assert run_id in screen_text(app)
@@ -104,9 +106,7 @@ async def test_editing_pyproject_reloads_the_job_browser(state_dir: Path, projec
 timeout_seconds = 30
 commands = { late = ["python", "-c", "print('I was added while x-tui was open')"] }
 """
-        (project / "pyproject.toml").write_text(
-            pyproject_text(QUICK_JOB + added), encoding="utf-8"
-        )
+        (project / "pyproject.toml").write_text(pyproject_text(QUICK_JOB + added), encoding="utf-8")
         await wait_until(
             pilot, lambda: browser.job_names == ("quick", "added-later"), "the edited jobs"
         )
@@ -212,7 +212,8 @@ commands = { a = ["true"] }
         table = app.main_screen.runs
         await wait_until(pilot, lambda: table.row_count == 1, "the odd run")
         await wait_until(
-            pilot, lambda: app.main_screen.jobs.job_names == ("[/x]", "[@click=app.quit]quit"),
+            pilot,
+            lambda: app.main_screen.jobs.job_names == ("[/x]", "[@click=app.quit]quit"),
             "the odd jobs",
         )
         await wait_until(pilot, lambda: "? unknown" in screen_text(app), "the backend's refusal")

@@ -103,9 +103,7 @@ def test_a_deleted_record_leaves_the_runs_posted(
     monitor = started(poll=False)
     inbox.wait_for(_holds("gone-20260919T120000Z-bbbbbb"), "the stored run")
     (state_dir / "compute" / "runs" / "gone-20260919T120000Z-bbbbbb.json").unlink()
-    inbox.wait_for(
-        lambda m: isinstance(m, RunsChanged) and not m.stored.handles, "an empty store"
-    )
+    inbox.wait_for(lambda m: isinstance(m, RunsChanged) and not m.stored.handles, "an empty store")
     assert monitor.stored.handles == ()
 
 
@@ -134,9 +132,11 @@ def test_a_run_is_followed_to_its_end_and_a_later_session_knows_it_without_askin
     service = Service()
     handle = service.submit(service.plan(service.open_project(project), "quick"))
     inbox.wait_for(
-        lambda m: isinstance(m, RunStateChanged)
-        and m.run_id == handle.run_id
-        and m.state is RunState.SUCCEEDED,
+        lambda m: (
+            isinstance(m, RunStateChanged)
+            and m.run_id == handle.run_id
+            and m.state is RunState.SUCCEEDED
+        ),
         "the run's success",
     )
     assert monitor.ended_at(handle.run_id) is not None
@@ -176,9 +176,11 @@ def test_editing_pyproject_posts_the_project_as_it_reads_now(
     inbox.wait_for(lambda m: isinstance(m, RunsChanged) and m.complete, "the first read")
     (project / "pyproject.toml").write_text(pyproject_text(QUICK_JOB), encoding="utf-8")
     message = inbox.wait_for(
-        lambda m: isinstance(m, ConfigChanged)
-        and m.project.config is not None
-        and list(m.project.config.jobs) == ["quick"],
+        lambda m: (
+            isinstance(m, ConfigChanged)
+            and m.project.config is not None
+            and list(m.project.config.jobs) == ["quick"]
+        ),
         "the edited project",
     )
     assert isinstance(message, ConfigChanged)

@@ -36,8 +36,12 @@ def still_app(state_dir: Path, project: Path) -> XTuiApp:
         ("quick-20260919T115930Z-a1a1a1", "quick", _ago(seconds=30), None),
         ("quick-20260919T114500Z-b2b2b2", "quick", _ago(minutes=15), (RunState.SUCCEEDED, 42.0)),
         ("second-20260919T100000Z-c3c3c3", "second", _ago(hours=2), (RunState.FAILED, 305.0)),
-        ("quick-20260918T090000Z-d4d4d4", "quick", _ago(days=1, hours=3),
-         (RunState.CANCELLED, 7.0)),
+        (
+            "quick-20260918T090000Z-d4d4d4",
+            "quick",
+            _ago(days=1, hours=3),
+            (RunState.CANCELLED, 7.0),
+        ),
     ]
     final: dict[str, tuple[RunState, float]] = {}
     for run_id, job, submitted, outcome in runs:

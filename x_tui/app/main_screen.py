@@ -30,13 +30,14 @@ from typing import Any, ClassVar, cast
 
 from rich.text import Text
 from textual import on
-from textual.app import App, ComposeResult
+from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from x_tui.app.app_context import monitor_of, service_of
 from x_tui.app.messages import (
     ConfigChanged,
     RunsChanged,
@@ -44,8 +45,6 @@ from x_tui.app.messages import (
     RunStatusFailed,
     SweepsChanged,
 )
-from x_tui.app.monitor import RunMonitor
-from x_tui.app.service import Service
 from x_tui.app.settings import refresh_scale
 from x_tui.compute.operations import JobList, Project
 from x_tui.compute.store import RunHandle
@@ -87,24 +86,6 @@ def lazy_screen(module: str, name: str) -> Callable[..., Screen[Any]] | None:
         return None
     screen = getattr(found, name, None)
     return screen if callable(screen) else None
-
-
-def service_of(app: App[object]) -> Service:
-    """The app's service (``app.service``).
-
-    Raises:
-        RuntimeError: If the app has none (it is not an x-tui app).
-    """
-    service = getattr(app, "service", None)
-    if not isinstance(service, Service):
-        raise RuntimeError(f"{type(app).__name__} has no x-tui service")
-    return service
-
-
-def monitor_of(app: App[object]) -> RunMonitor | None:
-    """The app's run monitor (``app.monitor``), when it has one."""
-    monitor = getattr(app, "monitor", None)
-    return monitor if isinstance(monitor, RunMonitor) else None
 
 
 RUN_ACTIONS = ("cancel_run", "fetch_run", "rerun", "copy_run_id")

@@ -3,14 +3,15 @@
 Two daemon threads, started with the app and stopped with it:
 
 - the **watcher** reads the store (the newest records first, so the first screenful shows while
-  the rest is read) and the sweep records, then waits on ``watchfiles`` for changes to
-  ``<state>/compute/runs/``, to ``<state>/x-tui/sweeps/`` and to the project's
+  the rest is read) and the sweep records, then waits (:mod:`x_tui.app.file_watch`) for changes
+  to ``<state>/compute/runs/``, to ``<state>/x-tui/sweeps/`` and to the project's
   ``pyproject.toml``; a run or a sweep saved by another shell or by substrax appears without a
-  key press, and only the records that changed are read again;
+  key press, and only the records that changed are read again (:mod:`x_tui.app.run_records`);
 - the **poller** asks each unfinished run's backend for its state through the service (which puts
   a deadline on every call), 1 s after the run appears and then backing off to 10 s while the
-  state stays the same. A final state is kept in ``<state>/x-tui/final-states.json`` and that run
-  is never polled again, in this session or the next.
+  state stays the same. A final state is kept in ``<state>/x-tui/final-states.json``
+  (:mod:`x_tui.app.final_states`) and that run is never polled again, in this session or the
+  next.
 
 Neither thread touches a widget: both post :mod:`~x_tui.app.messages` through ``post`` (the app's
 thread-safe ``post_message``), and the screens update themselves from those.
@@ -18,9 +19,6 @@ thread-safe ``post_message``), and the screens update themselves from those.
 
 from __future__ import annotations
 
-import contextlib
-import json
-import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -30,6 +28,8 @@ from pathlib import Path
 
 from textual.message import Message
 
+from x_tui.app.file_watch import Watched, watch
+from x_tui.app.final_states import read_final_states, write_final_states
 from x_tui.app.messages import (
     ConfigChanged,
     RunsChanged,
@@ -37,10 +37,10 @@ from x_tui.app.messages import (
     RunStatusFailed,
     SweepsChanged,
 )
+from x_tui.app.run_records import Record, read_record
+from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import UserError
-from x_tui.compute.records import write_atomic
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
 
@@ -56,23 +56,6 @@ FIRST_INTERVAL = 1.0
 
 MAX_INTERVAL = 10.0
 """The longest wait between two polls of an unfinished run, by default."""
-
-
-def _stamp(path: Path | None) -> tuple[int, int] | None:
-    if path is None:
-        return None
-    try:
-        info = path.stat()
-    except OSError:
-        return None
-    return (info.st_mtime_ns, info.st_size)
-
-
-@dataclass(frozen=True, slots=True)
-class _Record:
-    stamp: tuple[int, int]
-    handle: RunHandle | None
-    reason: str | None
 
 
 @dataclass(slots=True)
@@ -121,7 +104,7 @@ class RunMonitor:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._lock = threading.Lock()
-        self._records: dict[Path, _Record] = {}
+        self._records: dict[Path, Record] = {}
         self._handles: dict[str, RunHandle] = {}
         self._states: dict[str, RunState] = {}
         self._ended: dict[str, float | None] = {}
@@ -222,59 +205,27 @@ class RunMonitor:
         self.service.sweeps_dir.mkdir(parents=True, exist_ok=True)
         self._read_sweeps()
         self._initial_scan()
-        try:
-            self._watch_changes()
-        except OSError:
-            # No file notifications here (an inotify limit, a file system without them): read
-            # the store and the project's pyproject.toml every two seconds instead.
-            self._watch_by_polling()
+        watch(
+            Watched(
+                runs_dir=self.runs_dir,
+                sweeps_dir=self.service.sweeps_dir,
+                pyproject=self.project / PYPROJECT if self.project is not None else None,
+                runs_changed=self._runs_changed,
+                sweeps_changed=self._read_sweeps,
+                project_changed=self._project_changed,
+            ),
+            self._stop,
+        )
 
-    def _watch_by_polling(self) -> None:
-        pyproject = self.project / PYPROJECT if self.project is not None else None
-        seen = _stamp(pyproject)
-        while not self._stop.wait(2.0):
-            self._read_sweeps()
+    def _runs_changed(self, paths: Iterable[Path] | None) -> None:
+        if paths is None:
             self._scan_all()
-            now = _stamp(pyproject)
-            if pyproject is not None and now != seen:
-                seen = now
-                self._post(ConfigChanged(self.service.open_project(pyproject.parent)))
+        else:
+            self._scan_paths(paths)
 
-    def _watch_changes(self) -> None:
-        import watchfiles
-
-        sweeps_dir = self.service.sweeps_dir
-        paths = [self.runs_dir, sweeps_dir] + ([self.project] if self.project is not None else [])
-        first_quiet = True
-        for changes in watchfiles.watch(
-            *paths,
-            watch_filter=None,
-            recursive=False,
-            debounce=400,
-            step=50,
-            stop_event=self._stop,
-            yield_on_timeout=True,
-            rust_timeout=2000,
-            raise_interrupt=False,
-        ):
-            if self._stop.is_set():
-                return
-            if not changes:
-                if first_quiet:
-                    # Records saved between the first read and the watch starting are caught here.
-                    first_quiet = False
-                    self._read_sweeps()
-                    self._scan_all()
-                continue
-            touched = {Path(path) for _, path in changes}
-            if any(path.parent == sweeps_dir and path.suffix == ".json" for path in touched):
-                # Before the runs: a sweep's runs then arrive already grouped.
-                self._read_sweeps()
-            runs = {path for path in touched if path.parent == self.runs_dir}
-            if any(path.suffix == ".json" and not path.name.startswith(".") for path in runs):
-                self._scan_paths(path for path in runs if path.suffix == ".json")
-            if self.project is not None and self.project / PYPROJECT in touched:
-                self._post(ConfigChanged(self.service.open_project(self.project)))
+    def _project_changed(self) -> None:
+        if self.project is not None:
+            self._post(ConfigChanged(self.service.open_project(self.project)))
 
     def _read_sweeps(self) -> None:
         sweeps = self.service.read_sweeps()
@@ -284,29 +235,8 @@ class RunMonitor:
             self._sweeps = sweeps
         self._post(SweepsChanged(sweeps))
 
-    def _listing(self) -> list[Path]:
-        try:
-            with os.scandir(self.runs_dir) as entries:
-                names = [
-                    entry.name
-                    for entry in entries
-                    if entry.name.endswith(".json") and not entry.name.startswith(".")
-                ]
-        except OSError:
-            return []
-
-        def newest_first(name: str) -> str:
-            # A run id ends in "-YYYYMMDDTHHMMSSZ-xxxxxx", so its time sorts as text; a name of
-            # another form sorts last.
-            stem = name.removesuffix(".json")
-            moment = stem[-23:-8]
-            return moment if stem[-24:-23] == "-" and stem[-8:-6] == "Z-" else ""
-
-        names.sort(key=newest_first, reverse=True)
-        return [self.runs_dir / name for name in names]
-
     def _initial_scan(self) -> None:
-        listing = self._listing()
+        listing = list_records(self.runs_dir)
         self._read_paths(listing[:FIRST_BATCH])
         if len(listing) > FIRST_BATCH:
             self._publish(complete=False)
@@ -317,7 +247,7 @@ class RunMonitor:
         self._publish(complete=True)
 
     def _scan_all(self) -> None:
-        listing = self._listing()
+        listing = list_records(self.runs_dir)
         present = set(listing)
         with self._lock:
             gone = [path for path in self._records if path not in present]
@@ -354,29 +284,19 @@ class RunMonitor:
                 changed |= self._forget([path])
                 continue
             except OSError as error:
-                record = _Record((0, 0), None, f"cannot be read: {error}")
+                record = Record((0, 0), None, f"cannot be read: {error}")
             else:
                 stamp = (info.st_mtime_ns, info.st_size)
                 with self._lock:
                     known = self._records.get(path)
                 if known is not None and known.stamp == stamp:
                     continue
-                record = self._read_one(path, stamp)
+                record = read_record(self.service.store, path, stamp)
             changed = True
             self._keep(path, record)
         return changed
 
-    def _read_one(self, path: Path, stamp: tuple[int, int]) -> _Record:
-        run_id = path.stem
-        try:
-            handle = self.service.store.load(run_id)
-        except UserError as error:
-            return _Record(stamp, None, str(error).removeprefix(f"{path}: "))
-        except (OSError, UnicodeDecodeError) as error:
-            return _Record(stamp, None, f"cannot be read: {error}")
-        return _Record(stamp, handle, None)
-
-    def _keep(self, path: Path, record: _Record) -> None:
+    def _keep(self, path: Path, record: Record) -> None:
         with self._lock:
             old = self._records.get(path)
             if old is not None and old.handle is not None:
@@ -490,23 +410,9 @@ class RunMonitor:
     # Final states, kept across sessions ------------------------------------------------------
 
     def _load_final_states(self) -> None:
-        try:
-            data = json.loads(self._cache_path.read_text(encoding="utf-8"))
-            runs = data["runs"]
-        except (OSError, ValueError, KeyError, TypeError):
-            return
-        if not isinstance(runs, dict):
-            return
-        for run_id, entry in runs.items():
-            try:
-                state = RunState(entry["state"])
-                moment = entry["ended_at"]
-                ended = None if moment is None else float(moment)
-            except (KeyError, TypeError, ValueError):
-                continue
-            if state.is_final:
-                self._states[run_id] = state
-                self._ended[run_id] = ended
+        for run_id, (state, ended) in read_final_states(self._cache_path).items():
+            self._states[run_id] = state
+            self._ended[run_id] = ended
 
     def _save_final_states(self) -> None:
         # One save at a time, and a caller that finds one under way waits for it to be written
@@ -517,9 +423,7 @@ class RunMonitor:
                     return
                 self._dirty = False
                 runs = {
-                    run_id: {"state": self._states[run_id].value, "ended_at": ended}
-                    for run_id, ended in sorted(self._ended.items())
+                    run_id: (self._states[run_id], ended) for run_id, ended in self._ended.items()
                 }
             self._saved_at = time.monotonic()
-            with contextlib.suppress(OSError):
-                write_atomic(self._cache_path, json.dumps({"version": 1, "runs": runs}) + "\n")
+            write_final_states(self._cache_path, runs)

@@ -21,25 +21,27 @@ from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
 from textual.screen import Screen
-from textual.widgets import Footer, ProgressBar, Static, TabbedContent, TabPane
+from textual.widgets import Footer, Static, TabbedContent, TabPane
 
 from x_tui.app.actions import (
     RUN_ACTION_BINDINGS,
     FetchProgress,
     RunActions,
     describe_error,
-    format_bytes,
     monitor_of,
     service_of,
 )
+from x_tui.app.fetch_bar import FetchBar
 from x_tui.app.log_views import new_log_view
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
-from x_tui.app.run_sources import STREAMS, RunReader, RunSnapshot
+from x_tui.app.run_header import header_renderable, utc_now
+from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.settings import refresh_scale
+from x_tui.app.task_logs import TaskLogs
 from x_tui.compute.backend import RunState
 from x_tui.compute.manifest import TaskStatus
 from x_tui.compute.spec import JobSpec
@@ -48,22 +50,13 @@ from x_tui.widgets.devices_view import DevicesView
 from x_tui.widgets.log_view import LogView
 from x_tui.widgets.manifest_view import ManifestView
 from x_tui.widgets.safe_text import safe_text
-from x_tui.widgets.spec_view import SpecView, format_seconds
+from x_tui.widgets.spec_view import SpecView
 
 LOCAL_REFRESH_SECONDS = 1.0
 """How often a run's files are re-read while it goes on, when they are on this machine."""
 
 REMOTE_REFRESH_SECONDS = 5.0
 """How often a remote run's files are peeked at while it goes on."""
-
-STATE_STYLES: dict[RunState | None, str] = {
-    RunState.PENDING: "bold black on yellow",
-    RunState.RUNNING: "bold white on dodger_blue2",
-    RunState.SUCCEEDED: "bold black on green",
-    RunState.FAILED: "bold white on red",
-    RunState.CANCELLED: "bold black on grey70",
-    None: "bold black on grey50",
-}
 
 TASK_MARKS = {
     TaskStatus.SUCCEEDED: "✓ ",
@@ -72,183 +65,6 @@ TASK_MARKS = {
 }
 
 FIXED_TABS = ("tab-log", "tab-manifest", "tab-devices", "tab-spec")
-
-
-def utc_now() -> dt.datetime:
-    """Now, in UTC (the run screen's default clock)."""
-    return dt.datetime.now(dt.UTC)
-
-
-def header_renderable(
-    handle: RunHandle,
-    state: RunState | None,
-    *,
-    now: dt.datetime,
-    ended_at: dt.datetime | None,
-    notice: Text | None = None,
-) -> Group:
-    """The run's header: state and id; job, backend, submission time, age, duration; details.
-
-    Args:
-        handle: The run.
-        state: Its state, or ``None`` before its backend has answered.
-        now: The time the age and a running run's duration are measured to.
-        ended_at: When a finished run ended, if known.
-        notice: A line to add below (a status or log-stream failure).
-
-    Returns:
-        The header's lines, each cut to the width rather than wrapped.
-    """
-    label = f" {state.value if state is not None else 'checking…'} "
-    first = Text(label, style=STATE_STYLES.get(state, ""))
-    first.append(" ")
-    first.append_text(safe_text(handle.run_id, "bold"))
-    submitted = handle.submitted_at.astimezone(dt.UTC)
-    second = Text("job ")
-    second.append_text(safe_text(handle.job, "bold"))
-    second.append(" · ")
-    second.append_text(safe_text(handle.backend, "bold"))
-    second.append(f" · submitted {submitted:%Y-%m-%d %H:%M:%S}Z")
-    second.append(f" ({format_seconds((now - submitted).total_seconds())} ago)", style="dim")
-    if state is not None and state.is_final:
-        if ended_at is not None:
-            second.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
-    elif state is not None:
-        second.append(f" · running for {format_seconds((now - submitted).total_seconds())}")
-    details = Text(style="dim")
-    for index, (key, value) in enumerate(sorted(handle.details.items())):
-        if index:
-            details.append(" · ")
-        details.append_text(safe_text(f"{key} {value}"))
-    lines = [first, second, details if handle.details else Text("no provider details", "dim")]
-    if notice is not None:
-        lines.append(notice)
-    for line in lines:
-        line.no_wrap = True
-        line.overflow = "ellipsis"
-    return Group(*lines)
-
-
-class TaskLogs(Vertical):
-    """One task's stdout or stderr, latest attempt or an earlier one, in a log view.
-
-    | Key | Description |
-    | :- | :- |
-    | o | Switch between stdout and stderr. |
-    | p | Show an earlier attempt's logs (cycles back to the latest). |
-    """
-
-    HELP_TITLE = "Task logs"
-    BINDINGS = [
-        Binding("o", "other_stream", "stdout/stderr", id="run.task.other_stream"),
-        Binding("p", "earlier_attempt", "Earlier attempt", id="run.task.earlier_attempt"),
-    ]
-
-    DEFAULT_CSS = """
-    TaskLogs {
-        height: 1fr;
-    }
-    TaskLogs > .task-toolbar {
-        height: 1;
-        padding: 0 1;
-        background: $panel;
-    }
-    TaskLogs > LogView {
-        height: 1fr;
-    }
-    """
-
-    def __init__(self, task: str, reader: RunReader, *, id: str | None = None) -> None:
-        """Show the logs of ``task``.
-
-        Args:
-            task: The task's name.
-            reader: Finds the log files of the run.
-            id: The widget's id.
-        """
-        super().__init__(id=id)
-        self.task_name = task
-        self.reader = reader
-        self.stream = "stdout"
-        self.attempt: int | None = None
-        self.attempts: tuple[int, ...] = ()
-        self.live = True
-        self._active = False
-        self._opened: Path | None = None
-
-    def compose(self) -> ComposeResult:
-        """A toolbar line over the log view."""
-        yield Static(self._toolbar(), classes="task-toolbar")
-        yield new_log_view(self.app, follow=True)
-
-    def _toolbar(self) -> Text:
-        text = Text()
-        for stream in STREAMS:
-            style = "bold reverse" if stream == self.stream else "dim"
-            text.append(f" {stream} ", style=style)
-        if self.attempts or self.attempt is not None:
-            total = len(self.attempts) + 1
-            shown = self.attempt if self.attempt is not None else total
-            latest = " (latest)" if self.attempt is None else ""
-            text.append(f"  attempt {shown} of {total}{latest}", style="bold")
-            text.append("  p: earlier attempt", style="dim")
-        text.append("  o: stdout/stderr", style="dim")
-        return text
-
-    def activate(self) -> None:
-        """Open the log now that its tab is shown (tabs never shown read nothing)."""
-        self._active = True
-        self._open()
-
-    def set_attempts(self, attempts: tuple[int, ...]) -> None:
-        """The earlier attempts whose logs can be shown."""
-        if attempts != self.attempts:
-            self.attempts = attempts
-            self.query_one(".task-toolbar", Static).update(self._toolbar())
-
-    def show(self, *, stream: str | None = None, attempt: int | None = None) -> None:
-        """Show a stream of the latest attempt (``attempt=None``) or of an earlier one."""
-        if stream is not None:
-            self.stream = stream
-        self.attempt = attempt
-        self.query_one(".task-toolbar", Static).update(self._toolbar())
-        if self._active:
-            self._open()
-
-    def refresh_remote(self) -> None:
-        """Peek again at a remote run's log (a local file is followed by the log view itself)."""
-        if self._active and self.reader.outputs_dir() is None:
-            self._open()
-
-    def action_other_stream(self) -> None:
-        """Switch between stdout and stderr."""
-        self.show(stream="stderr" if self.stream == "stdout" else "stdout", attempt=self.attempt)
-
-    def action_earlier_attempt(self) -> None:
-        """Step back one attempt; from the first, back to the latest."""
-        if not self.attempts:
-            self.app.notify("This task was not retried.", markup=False)
-            return
-        if self.attempt is None:
-            self.show(attempt=self.attempts[-1])
-            return
-        earlier = [number for number in self.attempts if number < self.attempt]
-        self.show(attempt=earlier[-1] if earlier else None)
-
-    @work(thread=True, exclusive=True, group="task-log")
-    def _open(self) -> None:
-        try:
-            path = self.reader.task_log(self.task_name, self.stream, self.attempt)
-        except Exception:  # a provider that cannot peek now shows an empty log
-            path = None
-        self.app.call_from_thread(self._opened_path, path)
-
-    def _opened_path(self, path: Path | None) -> None:
-        if not self.is_attached:
-            return
-        if path != self._opened:
-            self._opened = path
-            self.query_one(LogView).open(path)
 
 
 @dataclass(kw_only=True)
@@ -340,9 +156,7 @@ class RunScreen(RunActions, Screen[None]):
                 yield DevicesView(Text("Reading the run's files…", style="dim"), id="devices")
             with TabPane(Content("Spec"), id="tab-spec"), VerticalScroll():
                 yield SpecView(Text("Reading the staged spec…", style="dim"), id="spec")
-        with Horizontal(id="fetch-bar"):
-            yield Static(Text(""), id="fetch-label")
-            yield ProgressBar(total=None, show_eta=False, id="fetch-progress")
+        yield FetchBar(id="fetch-bar")
         yield Footer()
 
     def on_mount(self) -> None:
@@ -540,27 +354,8 @@ class RunScreen(RunActions, Screen[None]):
 
     @on(FetchProgress)
     def _fetch_progress(self, message: FetchProgress) -> None:
-        if message.run_id != self.handle.run_id:
-            return
-        bar = self.query_one("#fetch-bar")
-        bar.display = True
-        label = self.query_one("#fetch-label", Static)
-        progress = self.query_one("#fetch-progress", ProgressBar)
-        text = Text("Fetched " if message.finished else "Fetching ")
-        text.append(f"{message.files} files, {format_bytes(message.copied_bytes)}")
-        text.append(" into ")
-        text.append_text(safe_text(str(message.target), "bold"))
-        if message.error is not None:
-            text = safe_text(f"Fetch failed: {message.error}", "bold red")
-        label.update(text)
-        if message.total_bytes:
-            progress.update(total=message.total_bytes, progress=message.copied_bytes)
-        elif message.finished:
-            progress.update(
-                total=max(message.copied_bytes, 1), progress=max(message.copied_bytes, 1)
-            )
-        if message.finished:
-            progress.display = message.error is None and bool(message.total_bytes)
+        if message.run_id == self.handle.run_id:
+            self.query_one(FetchBar).show(message)
 
     @on(ManifestView.TaskChosen)
     def _task_chosen(self, message: ManifestView.TaskChosen) -> None:

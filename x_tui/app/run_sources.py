@@ -7,10 +7,7 @@ run is fetched, the copy under ``operations.fetch_root()`` holds them all. This 
 from the best of those places, blocking (call it from a thread worker), and never touches a
 widget. It imports no Textual.
 
-``<outputs>/attempts.json`` (x-tui's own record of retried tasks, beside substrax's manifest,
-which it does not change) is the worker's list of every attempt, ``[{"task": ..., "attempt": n,
-"status": ..., "returncode": ..., "seconds": ...}, ...]``; an earlier attempt's logs are moved to
-``<outputs>/attempts/<task>/<n>/stdout.log`` and ``stderr.log`` before the next attempt starts.
+A retried task's earlier attempts are read by :mod:`x_tui.app.run_attempts`.
 """
 
 from __future__ import annotations
@@ -21,6 +18,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from x_tui.app.run_attempts import (
+    Attempt,
+    attempt_dirs,
+    earlier_attempts,
+    kept_attempts,
+    read_attempts,
+)
 from x_tui.app.service import Service
 from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME, RunFiles
@@ -36,23 +40,6 @@ STREAMS = ("stdout", "stderr")
 
 MAX_DEVICES_LOG = 64 * 1024
 """At most this much of ``devices.log`` is shown (its start, where the probe's error is)."""
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Attempt:
-    """One earlier try of a retried task.
-
-    Attributes:
-        number: Which try (1 is the first).
-        status: How it ended, as recorded (``failed``, ``timed-out``...).
-        returncode: Its exit code, when it had one.
-        seconds: How long it ran, when recorded.
-    """
-
-    number: int
-    status: str = "unknown"
-    returncode: int | None = None
-    seconds: float | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -77,105 +64,6 @@ class RunSnapshot:
     attempts_problem: str | None = None
     source: str = ""
     reachable: bool = True
-
-
-def read_attempts(text: str | bytes) -> dict[str, tuple[Attempt, ...]]:
-    """Read ``attempts.json``: every recorded attempt of every task.
-
-    Args:
-        text: The file's content.
-
-    Returns:
-        Each task's recorded attempts, in attempt order.
-
-    Raises:
-        RecordError: If it is not the worker's list of attempts; the message says what is wrong.
-    """
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise RecordError(f"{ATTEMPTS_NAME}: not JSON ({error})") from None
-    if not isinstance(data, list):
-        raise RecordError(f"{ATTEMPTS_NAME}: expected an array of attempts")
-    attempts: dict[str, list[Attempt]] = {}
-    for index, record in enumerate(data):
-        task, attempt = _attempt(index, record)
-        attempts.setdefault(task, []).append(attempt)
-    return {task: tuple(sorted(found, key=lambda a: a.number)) for task, found in attempts.items()}
-
-
-def _attempt(index: int, record: object) -> tuple[str, Attempt]:
-    where = f"{ATTEMPTS_NAME}: [{index}]"
-    if not isinstance(record, dict):
-        raise RecordError(f"{where}: expected an object")
-    task = record.get("task")
-    number = record.get("attempt")
-    status = record.get("status", "unknown")
-    code = record.get("returncode")
-    seconds = record.get("seconds")
-    try:
-        check_name("task", task)  # type: ignore[arg-type]
-    except ValueError as error:
-        raise RecordError(f"{where}.task: {error}") from None
-    if isinstance(number, bool) or not isinstance(number, int) or number < 1:
-        raise RecordError(f"{where}.attempt: expected a positive integer, got {number!r}")
-    if not isinstance(status, str):
-        raise RecordError(f"{where}.status: expected a string, got {status!r}")
-    if code is not None and (isinstance(code, bool) or not isinstance(code, int)):
-        raise RecordError(f"{where}.returncode: expected an integer or null, got {code!r}")
-    if seconds is not None and (isinstance(seconds, bool) or not isinstance(seconds, (int, float))):
-        raise RecordError(f"{where}.seconds: expected a number or null, got {seconds!r}")
-    attempt = Attempt(
-        number=number,
-        status=status,
-        returncode=code,
-        seconds=float(seconds) if seconds is not None else None,
-    )
-    return str(task), attempt
-
-
-def earlier_attempts(
-    recorded: Mapping[str, tuple[Attempt, ...]],
-    manifest: JobManifest | None,
-    kept: Mapping[str, tuple[int, ...]] | None,
-) -> dict[str, tuple[Attempt, ...]]:
-    """The attempts of each task that are not its latest, whose logs were moved aside.
-
-    Args:
-        recorded: Every recorded attempt, from ``attempts.json``.
-        manifest: The manifest; a task it lists has ended, so its last recorded attempt is the
-            latest one, whose logs are ``<task>/stdout.log``.
-        kept: Each task's attempt numbers whose logs are under ``attempts/<task>/``, when the
-            outputs can be listed here; that is then the answer.
-
-    Returns:
-        Each retried task's earlier attempts, oldest first (tasks never retried are left out).
-    """
-    ended = {task.name for task in manifest.tasks} if manifest is not None else set()
-    earlier: dict[str, tuple[Attempt, ...]] = {}
-    for task in set(recorded) | set(kept or {}):
-        attempts = {attempt.number: attempt for attempt in recorded.get(task, ())}
-        if kept is not None:
-            numbers = kept.get(task, ())
-        elif attempts:
-            last = max(attempts)
-            ran_again = task not in ended and attempts[last].status != "succeeded"
-            numbers = tuple(n for n in sorted(attempts) if n < last or ran_again)
-        else:
-            numbers = ()
-        found = tuple(attempts.get(n, Attempt(number=n)) for n in numbers)
-        if found:
-            earlier[task] = found
-    return earlier
-
-
-def attempt_dirs(outputs: Path, task: str) -> tuple[int, ...]:
-    """The earlier attempts whose logs are kept under ``<outputs>/attempts/<task>/``, in order."""
-    try:
-        entries = list((outputs / ATTEMPTS_DIR / task).iterdir())
-    except OSError:
-        return ()
-    return tuple(sorted(int(entry.name) for entry in entries if entry.name.isdigit()))
 
 
 def fetched_copy(handle: RunHandle) -> Path | None:
@@ -277,7 +165,7 @@ class RunReader:
             except RecordError as error:
                 attempts_problem = str(error)
         outputs = self.outputs_dir()
-        kept = _kept_attempts(outputs) if outputs is not None else None
+        kept = kept_attempts(outputs) if outputs is not None else None
         attempts = earlier_attempts(attempts, manifest, kept)
         reachable = manifest_bytes is not None or outputs is not None or self._can_peek()
         return RunSnapshot(
@@ -396,19 +284,14 @@ def _log_relative(task: str, stream: str, attempt: int | None) -> str:
     return f"{ATTEMPTS_DIR}/{task}/{attempt}/{stream}.log"
 
 
-def _kept_attempts(outputs: Path) -> dict[str, tuple[int, ...]]:
-    """Each task's attempt numbers whose logs are kept under ``<outputs>/attempts/``."""
-    try:
-        tasks = [entry.name for entry in (outputs / ATTEMPTS_DIR).iterdir() if entry.is_dir()]
-    except OSError:
-        return {}
-    kept: dict[str, tuple[int, ...]] = {}
-    for task in tasks:
-        try:
-            check_name("task", task)
-        except ValueError:
-            continue
-        numbers = attempt_dirs(outputs, task)
-        if numbers:
-            kept[task] = numbers
-    return kept
+__all__ = [
+    "MAX_DEVICES_LOG",
+    "STREAMS",
+    "Attempt",
+    "RunReader",
+    "RunSnapshot",
+    "attempt_dirs",
+    "earlier_attempts",
+    "fetched_copy",
+    "read_attempts",
+]

@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Protocol, TypeVar, cast
+from typing import Protocol, cast
 
+from x_tui.app.deadlines import Deadlines, call_with_deadline
+from x_tui.app.log_spool import LogSpools, SpoolState
 from x_tui.app.submits import (
     SUBMIT_GRACE_SECONDS,
     SubmitProgress,
@@ -28,37 +29,11 @@ from x_tui.app.submits import (
 )
 from x_tui.compute import operations
 from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, RunState, capabilities_of
-from x_tui.compute.errors import ConfigError, ProviderError, UserError
+from x_tui.compute.errors import ConfigError, UserError
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.operations import JobList, Project, RunPlan
 from x_tui.compute.store import RunHandle, RunStore, StoredRuns, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
-
-T = TypeVar("T")
-
-
-@dataclass(frozen=True, kw_only=True, slots=True)
-class Deadlines:
-    """Seconds each kind of backend call may take before it is reported as not answering.
-
-    Attributes:
-        status: ``status(handle)``, polled by the run monitor.
-        plan: Resolving a job and asking the backend what it would request.
-        submit: Submitting a run, for a backend that declares no ``submit_seconds`` of its own
-            (one that does, such as Modal, which builds an image first, is waited for that long).
-        cancel: Cancelling a run.
-        fetch: Copying a run's outputs here.
-        peek: Reading one file of a running run's outputs.
-        logs: Opening a run's log stream (the stream itself may then run for as long as the run).
-    """
-
-    status: float = 10.0
-    plan: float = 60.0
-    submit: float = 120.0
-    cancel: float = 60.0
-    fetch: float = 1800.0
-    peek: float = 20.0
-    logs: float = 30.0
 
 
 class _LocalFiles(Protocol):
@@ -67,59 +42,6 @@ class _LocalFiles(Protocol):
 
 class _Peeks(Protocol):
     def peek(self, handle: RunHandle, path: str) -> bytes | str | None: ...
-
-
-def call_with_deadline(call: Callable[[], T], *, seconds: float, backend: str, what: str) -> T:
-    """Run ``call`` in a daemon thread and wait for it at most ``seconds``.
-
-    Args:
-        call: The blocking call.
-        seconds: How long to wait.
-        backend: The backend's name, for the message.
-        what: What the call does (``"status"``, ``"submit"``...), for the message.
-
-    Returns:
-        What ``call`` returned.
-
-    Raises:
-        ProviderError: If ``call`` did not return in time; its thread is left to finish alone.
-        Exception: Whatever ``call`` raised, as it raised it.
-    """
-    outcome: list[tuple[bool, object]] = []
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as error:
-            outcome.append((False, error))
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name=f"x-tui {backend} {what}", daemon=True).start()
-    if not done.wait(seconds):
-        raise ProviderError(f"backend '{backend}': {what} did not answer within {seconds:g} s")
-    succeeded, value = outcome[0]
-    if succeeded:
-        return cast(T, value)
-    raise cast(BaseException, value)
-
-
-@dataclass(kw_only=True, slots=True)
-class SpoolState:
-    """How the copy of a remote run's log into a local file is going.
-
-    Attributes:
-        path: The local file the log lines are appended to.
-        finished: Whether the backend's log stream has ended.
-        error: Why the stream stopped early, if it did (untrusted text).
-        lines: How many lines were copied so far.
-    """
-
-    path: Path
-    finished: bool = False
-    error: str | None = None
-    lines: int = 0
 
 
 class Service:
@@ -149,7 +71,7 @@ class Service:
         self._backends: dict[tuple[str, str], ComputeBackend] = {}
         self._refused: dict[tuple[str, str], UserError] = {}
         self._lock = threading.Lock()
-        self._spools: dict[str, SpoolState] = {}
+        self._spools = LogSpools(self.logs_dir, open_seconds=self.deadlines.logs)
         self.submits = SubmitTracker(self.store)
 
     @property
@@ -470,60 +392,23 @@ class Service:
         files = self.run_files(handle)
         if files is not None:
             return files.worker_log
-        return self._spool(handle).path
+        return self._spools.spool(handle, lambda: self.backend(handle)).path
 
     def spool_state(self, run_id: str) -> SpoolState | None:
         """How the spooling of a remote run's log is going, or ``None`` if it was never started."""
-        with self._lock:
-            return self._spools.get(run_id)
-
-    def _spool(self, handle: RunHandle) -> SpoolState:
-        path = self.logs_dir / f"{handle.run_id}.log"
-        done_marker = path.with_suffix(".done")
-        with self._lock:
-            existing = self._spools.get(handle.run_id)
-            if existing is not None and existing.error is None:
-                return existing
-            state = SpoolState(path=path)
-            if done_marker.exists() and path.exists():
-                state.finished = True
-                self._spools[handle.run_id] = state
-                return state
-            self._spools[handle.run_id] = state
-        backend = self.backend(handle)
-        thread = threading.Thread(
-            target=self._copy_log,
-            args=(backend, handle, state, done_marker),
-            name=f"x-tui spool {handle.run_id}",
-            daemon=True,
-        )
-        thread.start()
-        return state
-
-    def _copy_log(
-        self, backend: ComputeBackend, handle: RunHandle, state: SpoolState, done_marker: Path
-    ) -> None:
-        state.path.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            lines: Iterator[str] = call_with_deadline(
-                lambda: iter(backend.logs(handle, follow=True)),
-                seconds=self.deadlines.logs,
-                backend=handle.backend,
-                what=f"logs of {handle.run_id}",
-            )
-            with state.path.open("w", encoding="utf-8", errors="replace") as out:
-                for line in lines:
-                    out.write(line.rstrip("\n") + "\n")
-                    out.flush()
-                    state.lines += 1
-        except Exception as error:  # a provider's stream failing is shown, not raised
-            state.error = str(error) or type(error).__name__
-        else:
-            done_marker.touch()
-        finally:
-            state.finished = True
+        return self._spools.state(run_id)
 
 
 def frozen_settings(settings: Mapping[str, object]) -> str:
     """The canonical text of a settings table, the key backends are cached under."""
     return json.dumps(dict(settings), sort_keys=True, default=str)
+
+
+__all__ = [
+    "Deadlines",
+    "Service",
+    "SpoolState",
+    "SubmitProgress",
+    "call_with_deadline",
+    "frozen_settings",
+]

@@ -25,7 +25,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
-from x_tui.app.actions import describe_error, monitor_of, notify, service_of
+from x_tui.app.app_context import describe_error, monitor_of, notify, service_of
 from x_tui.app.plan_preview import missing_secrets, plan_renderable
 from x_tui.app.submits import SubmitProgress, SubmitStillGoing
 from x_tui.compute import operations

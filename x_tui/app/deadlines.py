@@ -1,0 +1,77 @@
+"""Deadlines on backend calls: each runs in a daemon thread and is waited for at most so long.
+
+A call that has not answered in time is reported as a :class:`~x_tui.compute.errors.ProviderError`
+naming the backend, and its thread is abandoned (never joined), so a hung provider cannot hang the
+UI or the worker that asked. A submit is never raced this way: see :mod:`x_tui.app.submits`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar, cast
+
+from x_tui.compute.errors import ProviderError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class Deadlines:
+    """Seconds each kind of backend call may take before it is reported as not answering.
+
+    Attributes:
+        status: ``status(handle)``, polled by the run monitor.
+        plan: Resolving a job and asking the backend what it would request.
+        submit: Submitting a run, for a backend that declares no ``submit_seconds`` of its own
+            (one that does, such as Modal, which builds an image first, is waited for that long).
+        cancel: Cancelling a run.
+        fetch: Copying a run's outputs here.
+        peek: Reading one file of a running run's outputs.
+        logs: Opening a run's log stream (the stream itself may then run for as long as the run).
+    """
+
+    status: float = 10.0
+    plan: float = 60.0
+    submit: float = 120.0
+    cancel: float = 60.0
+    fetch: float = 1800.0
+    peek: float = 20.0
+    logs: float = 30.0
+
+
+def call_with_deadline(call: Callable[[], T], *, seconds: float, backend: str, what: str) -> T:
+    """Run ``call`` in a daemon thread and wait for it at most ``seconds``.
+
+    Args:
+        call: The blocking call.
+        seconds: How long to wait.
+        backend: The backend's name, for the message.
+        what: What the call does (``"status"``, ``"submit"``...), for the message.
+
+    Returns:
+        What ``call`` returned.
+
+    Raises:
+        ProviderError: If ``call`` did not return in time; its thread is left to finish alone.
+        Exception: Whatever ``call`` raised, as it raised it.
+    """
+    outcome: list[tuple[bool, object]] = []
+    done = threading.Event()
+
+    def target() -> None:
+        try:
+            outcome.append((True, call()))
+        except BaseException as error:
+            outcome.append((False, error))
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name=f"x-tui {backend} {what}", daemon=True).start()
+    if not done.wait(seconds):
+        raise ProviderError(f"backend '{backend}': {what} did not answer within {seconds:g} s")
+    succeeded, value = outcome[0]
+    if succeeded:
+        return cast(T, value)
+    raise cast(BaseException, value)

@@ -1,0 +1,114 @@
+"""Remote runs' logs, copied line by line into local files so one log view serves every backend.
+
+A daemon thread per run reads the backend's ``logs(handle, follow=True)`` stream (opened within
+the logs deadline) and appends each line to ``<logs_dir>/<run_id>.log``; a ``.done`` marker
+beside it says the copy is complete, so a finished log is never copied again. A stream that
+breaks keeps what came and says why in its :class:`SpoolState`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from x_tui.app.deadlines import call_with_deadline
+from x_tui.compute.backend import ComputeBackend
+from x_tui.compute.store import RunHandle
+
+
+@dataclass(kw_only=True, slots=True)
+class SpoolState:
+    """How the copy of a remote run's log into a local file is going.
+
+    Attributes:
+        path: The local file the log lines are appended to.
+        finished: Whether the backend's log stream has ended.
+        error: Why the stream stopped early, if it did (untrusted text).
+        lines: How many lines were copied so far.
+    """
+
+    path: Path
+    finished: bool = False
+    error: str | None = None
+    lines: int = 0
+
+
+class LogSpools:
+    """The log copies of this process, one per run, started on first use."""
+
+    def __init__(self, logs_dir: Path, *, open_seconds: float) -> None:
+        """Copy logs into ``logs_dir``.
+
+        Args:
+            logs_dir: Where each run's copy goes (``<run_id>.log``).
+            open_seconds: How long a backend may take to open a run's log stream.
+        """
+        self.logs_dir = logs_dir
+        self.open_seconds = open_seconds
+        self._lock = threading.Lock()
+        self._spools: dict[str, SpoolState] = {}
+
+    def state(self, run_id: str) -> SpoolState | None:
+        """How the copy of a run's log is going, or ``None`` if it was never started."""
+        with self._lock:
+            return self._spools.get(run_id)
+
+    def spool(self, handle: RunHandle, backend: Callable[[], ComputeBackend]) -> SpoolState:
+        """Start copying the run's log, unless a copy is going or complete (once per run).
+
+        Args:
+            handle: The run.
+            backend: Builds the run's backend (called only when a copy starts).
+
+        Returns:
+            The copy's state.
+
+        Raises:
+            UserError: If the backend cannot be built.
+        """
+        path = self.logs_dir / f"{handle.run_id}.log"
+        done_marker = path.with_suffix(".done")
+        with self._lock:
+            existing = self._spools.get(handle.run_id)
+            if existing is not None and existing.error is None:
+                return existing
+            state = SpoolState(path=path)
+            if done_marker.exists() and path.exists():
+                state.finished = True
+                self._spools[handle.run_id] = state
+                return state
+            self._spools[handle.run_id] = state
+        built = backend()
+        thread = threading.Thread(
+            target=self._copy_log,
+            args=(built, handle, state, done_marker),
+            name=f"x-tui spool {handle.run_id}",
+            daemon=True,
+        )
+        thread.start()
+        return state
+
+    def _copy_log(
+        self, backend: ComputeBackend, handle: RunHandle, state: SpoolState, done_marker: Path
+    ) -> None:
+        state.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            lines: Iterator[str] = call_with_deadline(
+                lambda: iter(backend.logs(handle, follow=True)),
+                seconds=self.open_seconds,
+                backend=handle.backend,
+                what=f"logs of {handle.run_id}",
+            )
+            with state.path.open("w", encoding="utf-8", errors="replace") as out:
+                for line in lines:
+                    out.write(line.rstrip("\n") + "\n")
+                    out.flush()
+                    state.lines += 1
+        except Exception as error:  # a provider's stream failing is shown, not raised
+            state.error = str(error) or type(error).__name__
+        else:
+            done_marker.touch()
+        finally:
+            state.finished = True

@@ -1,0 +1,81 @@
+"""The run screen's header: the run's state as a badge and its id; job, backend, submission time,
+age and duration; the provider's details; and a notice line (a status or log-stream failure).
+
+Every string from the run goes through ``safe_text``.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+from rich.console import Group
+from rich.text import Text
+
+from x_tui.compute.backend import RunState
+from x_tui.compute.store import RunHandle
+from x_tui.widgets.safe_text import safe_text
+from x_tui.widgets.spec_view import format_seconds
+
+STATE_STYLES: dict[RunState | None, str] = {
+    RunState.PENDING: "bold black on yellow",
+    RunState.RUNNING: "bold white on dodger_blue2",
+    RunState.SUCCEEDED: "bold black on green",
+    RunState.FAILED: "bold white on red",
+    RunState.CANCELLED: "bold black on grey70",
+    None: "bold black on grey50",
+}
+
+
+def utc_now() -> dt.datetime:
+    """Now, in UTC (the run screen's default clock)."""
+    return dt.datetime.now(dt.UTC)
+
+
+def header_renderable(
+    handle: RunHandle,
+    state: RunState | None,
+    *,
+    now: dt.datetime,
+    ended_at: dt.datetime | None,
+    notice: Text | None = None,
+) -> Group:
+    """The run's header: state and id; job, backend, submission time, age, duration; details.
+
+    Args:
+        handle: The run.
+        state: Its state, or ``None`` before its backend has answered.
+        now: The time the age and a running run's duration are measured to.
+        ended_at: When a finished run ended, if known.
+        notice: A line to add below (a status or log-stream failure).
+
+    Returns:
+        The header's lines, each cut to the width rather than wrapped.
+    """
+    label = f" {state.value if state is not None else 'checking…'} "
+    first = Text(label, style=STATE_STYLES.get(state, ""))
+    first.append(" ")
+    first.append_text(safe_text(handle.run_id, "bold"))
+    submitted = handle.submitted_at.astimezone(dt.UTC)
+    second = Text("job ")
+    second.append_text(safe_text(handle.job, "bold"))
+    second.append(" · ")
+    second.append_text(safe_text(handle.backend, "bold"))
+    second.append(f" · submitted {submitted:%Y-%m-%d %H:%M:%S}Z")
+    second.append(f" ({format_seconds((now - submitted).total_seconds())} ago)", style="dim")
+    if state is not None and state.is_final:
+        if ended_at is not None:
+            second.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
+    elif state is not None:
+        second.append(f" · running for {format_seconds((now - submitted).total_seconds())}")
+    details = Text(style="dim")
+    for index, (key, value) in enumerate(sorted(handle.details.items())):
+        if index:
+            details.append(" · ")
+        details.append_text(safe_text(f"{key} {value}"))
+    lines = [first, second, details if handle.details else Text("no provider details", "dim")]
+    if notice is not None:
+        lines.append(notice)
+    for line in lines:
+        line.no_wrap = True
+        line.overflow = "ellipsis"
+    return Group(*lines)

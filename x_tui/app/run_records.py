@@ -1,0 +1,94 @@
+"""The run store's records as the monitor reads them: newest first, each with the stamp (modified
+time and size) that says whether it changed since it was last read, and the reason when it
+cannot be read.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from x_tui.compute.errors import UserError
+from x_tui.compute.store import RunHandle, RunStore
+
+Stamp = tuple[int, int]
+"""A file's modification time (ns) and size."""
+
+
+def stamp_of(path: Path | None) -> Stamp | None:
+    """The file's stamp, or ``None`` when it cannot be read (or there is no file)."""
+    if path is None:
+        return None
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return (info.st_mtime_ns, info.st_size)
+
+
+@dataclass(frozen=True, slots=True)
+class Record:
+    """One handle file as last read.
+
+    Attributes:
+        stamp: The file's stamp when it was read.
+        handle: The handle, when it could be read.
+        reason: Why it cannot be read, when it cannot.
+    """
+
+    stamp: Stamp
+    handle: RunHandle | None
+    reason: str | None
+
+
+def listing(runs_dir: Path) -> list[Path]:
+    """Every handle file of the store, the newest run first (by the time in its run id).
+
+    Args:
+        runs_dir: The store's directory.
+
+    Returns:
+        The files; a name not of the run id form sorts last. Empty when the directory cannot
+        be listed.
+    """
+    try:
+        with os.scandir(runs_dir) as entries:
+            names = [
+                entry.name
+                for entry in entries
+                if entry.name.endswith(".json") and not entry.name.startswith(".")
+            ]
+    except OSError:
+        return []
+
+    def newest_first(name: str) -> str:
+        # A run id ends in "-YYYYMMDDTHHMMSSZ-xxxxxx", so its time sorts as text; a name of
+        # another form sorts last.
+        stem = name.removesuffix(".json")
+        moment = stem[-23:-8]
+        return moment if stem[-24:-23] == "-" and stem[-8:-6] == "Z-" else ""
+
+    names.sort(key=newest_first, reverse=True)
+    return [runs_dir / name for name in names]
+
+
+def read_record(store: RunStore, path: Path, stamp: Stamp) -> Record:
+    """Read one handle file of ``store``.
+
+    Args:
+        store: The store.
+        path: The file, ``<run_id>.json``.
+        stamp: Its stamp now.
+
+    Returns:
+        The record: the handle, or why it cannot be read (the file's name left out).
+    """
+    run_id = path.stem
+    try:
+        handle = store.load(run_id)
+    except UserError as error:
+        return Record(stamp, None, str(error).removeprefix(f"{path}: "))
+    except (OSError, UnicodeDecodeError) as error:
+        return Record(stamp, None, f"cannot be read: {error}")
+    return Record(stamp, handle, None)

@@ -2,11 +2,11 @@
 
 A line-API widget (``ScrollView`` + ``render_line``, as Textual's ``Log``): a row is a line of the
 file, or of the filtered rows; a line is read from the index only when it is on screen, sanitised
-once (``ansi_text``: SGR colours kept, every other sequence gone) and kept in LRU caches keyed by
-its byte span, so line numbers may shift (the lines before the tail became known) without losing
-them.
+once (``ansi_text``: SGR colours kept, every other sequence gone; ``_log_texts``) and kept in LRU
+caches keyed by its byte span, so line numbers may shift (the lines before the tail became known)
+without losing them.
 In wrap mode a row is a line's wrapped rows: the view is laid out from the top row, or, at the end,
-from the bottom so the last line is always on screen.
+from the bottom so the last line is always on screen (``_log_layout``).
 
 Following: the view sticks to the end while ``following``; any scroll up pauses it by itself and
 new lines are counted instead; scrolling back down to the end resumes it.
@@ -28,16 +28,11 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 from x_tui.compute.logindex import LogIndex
-from x_tui.widgets.safe_text import ansi_text_counted
-
-TEXT_CACHE = 4096
-"""Sanitised lines kept."""
+from x_tui.widgets._log_layout import wrap_layout
+from x_tui.widgets._log_texts import SanitisedTexts
 
 STRIP_CACHE = 2048
 """Rendered lines kept."""
-
-REMOVED_TRACKED = 100_000
-"""Lines whose removed control sequences are counted, at most."""
 
 
 class LogLines(ScrollView, can_focus=True):
@@ -103,11 +98,8 @@ class LogLines(ScrollView, can_focus=True):
         """Whether the view sticks to the end as lines are added."""
         self.new_lines = 0
         """Lines added while not following."""
-        self.removed = 0
-        """Control sequences removed from the lines shown so far."""
-        self._removed_at: dict[int, int] = {}
         self._removed_reported = True
-        self._texts: LRUCache[tuple[int, int], Text] = LRUCache(TEXT_CACHE)
+        self._texts = SanitisedTexts()
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(STRIP_CACHE)
         self._wrapped: LRUCache[tuple[object, ...], list[Strip]] = LRUCache(STRIP_CACHE)
         self._widest = 0
@@ -124,6 +116,11 @@ class LogLines(ScrollView, can_focus=True):
         if self.rows is not None:
             return len(self.rows)
         return self.index.line_count if self.index is not None else 0
+
+    @property
+    def removed(self) -> int:
+        """Control sequences removed from the lines shown so far."""
+        return self._texts.removed
 
     def line_of_row(self, row: int) -> int:
         """The line number shown on a row."""
@@ -151,9 +148,7 @@ class LogLines(ScrollView, can_focus=True):
         self.marked = None
         self.current = None
         self.new_lines = 0
-        self.removed = 0
-        self._removed_at.clear()
-        self._texts.clear()  # a rewritten file may hold other text at the same offsets
+        self._texts.reset()
         self.restyle()
         self._widest = 0
         self.update_size()
@@ -377,24 +372,13 @@ class LogLines(ScrollView, can_focus=True):
         return text
 
     def _sanitised(self, start: int, end: int) -> Text:
-        cached = self._texts.get((start, end))
-        if cached is not None:
-            return cached
         assert self.index is not None
-        raw, cut = self.index.read(start, end)
-        text, removed = ansi_text_counted(raw)
-        text.no_wrap = True
-        text.end = ""
-        text.expand_tabs()
-        if cut:
-            text.append("…", style=self.get_component_rich_style("log-lines--cut"))
-        if removed and start not in self._removed_at and len(self._removed_at) < REMOVED_TRACKED:
-            self._removed_at[start] = removed
-            self.removed += removed
-            if self._removed_reported:
-                self._removed_reported = False
-                self.call_later(self._report_removed)
-        self._texts[(start, end)] = text
+        text, counted = self._texts.get(
+            self.index, start, end, lambda: self.get_component_rich_style("log-lines--cut")
+        )
+        if counted and self._removed_reported:
+            self._removed_reported = False
+            self.call_later(self._report_removed)
         return text
 
     def _report_removed(self) -> None:
@@ -411,20 +395,13 @@ class LogLines(ScrollView, can_focus=True):
             return self._layout
         layout: list[tuple[int, int]] = []
         if self.index is not None and self.row_count:
-            if at_end:
-                row = self.row_count - 1
-                while row >= 0 and len(layout) < region.height:
-                    parts = len(self._wrapped_strips(row, region.width))
-                    layout[:0] = [(row, part) for part in range(parts)]
-                    row -= 1
-                layout = layout[-region.height :]
-            else:
-                row = top
-                while row < self.row_count and len(layout) < region.height:
-                    parts = len(self._wrapped_strips(row, region.width))
-                    layout.extend((row, part) for part in range(parts))
-                    row += 1
-                layout = layout[: region.height]
+            layout = wrap_layout(
+                top=top,
+                at_end=at_end,
+                height=region.height,
+                row_count=self.row_count,
+                parts=lambda row: len(self._wrapped_strips(row, region.width)),
+            )
         self._layout_key = key
         self._layout = layout
         return layout

@@ -76,7 +76,8 @@ async def test_a_sweep_the_cli_submits_from_another_process_shows_grouped(
             pilot, lambda: _rows(table) == [group, first, second], "the sweep, grouped"
         )
         lines = screen_text(app).splitlines()
-        [group_line] = [line for line in lines if f"▾ {sweep.sweep_id}" in line]
+        short = sweep.sweep_id.rsplit("-", 1)[-1]
+        [group_line] = [line for line in lines if f"▾ sweep-…-{short}" in line]
         assert "quick" in group_line
         assert "2 runs" in group_line
         assert "quick LR=1e-4" in next(line for line in lines if first in line)

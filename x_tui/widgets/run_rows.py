@@ -201,10 +201,16 @@ def file_time(path: Path) -> float:
         return 0.0
 
 
+def short_sweep_id(sweep_id: str) -> str:
+    """A sweep id shortened to its random part, ``sweep-…-0f1e2d3c`` (the job and the time have
+    columns of their own; the whole id is on the line under the table and in ``y``'s copy)."""
+    return f"sweep-…-{sweep_id.rsplit('-', 1)[-1]}"
+
+
 def run_text(row: RunRow) -> str:
-    """What the run column shows (unique per row: the table sorts by it)."""
+    """What the run column shows."""
     if row.group is not None:
-        return f"▾ {row.group.sweep_id}"
+        return f"▾ {short_sweep_id(row.group.sweep_id)}"
     if row.handle is not None:
         indent = MEMBER_INDENT if row.member is not None else ""
         return f"{indent}{row.handle.run_id}"

@@ -369,11 +369,13 @@ class RunsTable(DataTable[Text]):
     def _resort(self, *, cursor: str | None = None, at_top: bool | None = None) -> None:
         if at_top is None:
             cursor, at_top = self.highlighted_key(), self.cursor_row == 0
-        rows = [
-            row for row in (*self._rows.values(), *self._groups.values()) if row.key in self.rows
-        ]
-        orders = {run_rows.run_text(row): self._sort_key(row) for row in rows}
-        self.sort("run", key=lambda cell: orders.get(cell.plain, run_rows.LAST), reverse=True)
+        # Each row's run cell, by identity: texts may repeat (a sweep's shortened id).
+        orders = {
+            id(self.get_cell(row.key, "run")): self._sort_key(row)
+            for row in self._all_rows()
+            if row.key in self.rows
+        }
+        self.sort("run", key=lambda cell: orders.get(id(cell), run_rows.LAST), reverse=True)
         # A cursor on the newest run stays on the newest (a run just submitted); one lower down
         # stays on its run.
         if at_top:

@@ -4,10 +4,11 @@
 
 The demo project is copied to a scratch directory with its own state directory (nothing of the
 user's is read or written), its jobs are run on the local backend (``hello`` and ``progress``
-to the end, ``flaky`` to its failure, ``long`` left running while the shots are taken, then
-cancelled), and the app is driven headless at 120x40 to write one SVG per screen:
+to the end, ``flaky`` to its failure, a sweep of ``hello`` over two values, ``long`` left
+running while the shots are taken, then cancelled), and the app is driven headless at 120x40 to
+write one SVG per screen:
 
-- ``main.svg``: the job browser beside the runs table;
+- ``main.svg``: the job browser beside the runs table (the sweep's runs grouped);
 - ``run.svg``: a run's combined log; ``run-manifest.svg``: a failed run's manifest;
 - ``submit.svg``: the submit screen's plan preview;
 - ``help.svg``: the ``?`` help over the run screen.
@@ -43,19 +44,27 @@ def _prepare() -> Path:
 
 def _run_jobs(project: Path) -> dict[str, object]:
     from x_tui.compute import operations
+    from x_tui.compute.store import RunStore
+    from x_tui.compute.sweeps import parse_sweep
 
     opened = operations.open_project(project)
     handles = {}
-    for job in ("flaky", "hello", "progress", "long"):
+    for job in ("flaky", "hello", "progress"):
         handles[job] = operations.submit_run(operations.plan_run(opened, job))
         time.sleep(1.1)  # distinct submission times, so the runs table has an order to show
+    sweep = operations.plan_sweep(opened, "hello", (parse_sweep("GREETING=hi,hello"),))
+    swept = operations.submit_sweep(sweep).run_ids
+    time.sleep(1.1)
+    handles["long"] = operations.submit_run(operations.plan_run(opened, "long"))
+    stored = {handle.run_id: handle for handle in RunStore().read_all().handles}
     give_up = time.monotonic() + DEADLINE
-    for job in ("flaky", "hello", "progress"):
-        handle = handles[job]
+    for handle in [handles[job] for job in ("flaky", "hello", "progress")] + [
+        stored[run_id] for run_id in swept
+    ]:
         backend = operations.backend_for(handle)
         while not backend.status(handle).is_final:
             if time.monotonic() > give_up:
-                raise SystemExit(f"the demo job {job} did not end in {DEADLINE:g} s")
+                raise SystemExit(f"the demo run {handle.run_id} did not end in {DEADLINE:g} s")
             time.sleep(0.2)
     return handles
 
@@ -84,6 +93,11 @@ async def _shoot(project: Path, handles: dict[str, object], out: Path) -> None:
             pilot,
             lambda: app.monitor.state_of(handles["long"].run_id) is RunState.RUNNING,  # type: ignore[attr-defined]
             "the running run",
+        )
+        await _until(
+            pilot,
+            lambda: all(app.monitor.state_of(h.run_id) for h in app.monitor.stored.handles),
+            "every run's state",
         )
         await pilot.pause(1.0)
         app.save_screenshot("main.svg", str(out))

@@ -1,7 +1,8 @@
 """Pictures of the main screen at 80x24 (one pane at a time) and 120x40 (side by side).
 
-The data is fixed: run ids and submit times, the final states an earlier session kept, a frozen
-clock for ages and durations, no status polling (the unfinished run shows as being checked).
+The data is fixed: run ids and submit times, a sweep of two runs, the final states an earlier
+session kept, a frozen clock for ages and durations, no status polling (the unfinished run shows
+as being checked).
 Regenerate after a deliberate change with ``uv run pytest tests/app/test_snapshots_main.py
 --snapshot-update`` and look at the report before committing.
 """
@@ -18,6 +19,7 @@ from textual.pilot import Pilot
 
 from x_tui.app.app import XTuiApp
 from x_tui.compute.backend import RunState
+from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
 
 from .conftest import keep_final_states, make_app, save_handle, wait_until
 
@@ -48,6 +50,26 @@ def still_app(state_dir: Path, project: Path) -> XTuiApp:
         save_handle(state_dir, run_id=run_id, job=job, submitted_at=submitted)
         if outcome is not None:
             final[run_id] = (outcome[0], submitted.timestamp() + outcome[1])
+    sweep_runs = []
+    for index, (value, outcome) in enumerate(
+        (("1e-4", (RunState.SUCCEEDED, 40.0)), ("3e-4", (RunState.FAILED, 12.0)))
+    ):
+        run_id = f"quick-20260919T11300{index}Z-f{index}f{index}f{index}"
+        submitted = _ago(minutes=30) + dt.timedelta(seconds=index)
+        save_handle(state_dir, run_id=run_id, job="quick", submitted_at=submitted)
+        final[run_id] = (outcome[0], submitted.timestamp() + outcome[1])
+        sweep_runs.append(SweepRun(run_id=run_id, parameters={"LR": value}))
+    SweepStore(state_dir / "x-tui" / "sweeps").save(
+        Sweep(
+            sweep_id="sweep-quick-20260919T113000Z-0f1e2d3c",
+            job="quick",
+            backend="local",
+            project="/home/user/sample",
+            created_at=_ago(minutes=30),
+            axes=(SweepAxis(name="LR", values=("1e-4", "3e-4")),),
+            runs=tuple(sweep_runs),
+        )
+    )
     keep_final_states(state_dir, final)
     broken = state_dir / "compute" / "runs" / "lost-20260917T080000Z-e5e5e5.json"
     broken.write_text('{"schema_version": 1}', encoding="utf-8")
@@ -58,7 +80,7 @@ async def _settled(pilot: Pilot[Any]) -> None:
     app = pilot.app
     assert isinstance(app, XTuiApp)
     screen = app.main_screen
-    await wait_until(pilot, lambda: screen.runs.row_count == 5, "every run")
+    await wait_until(pilot, lambda: screen.runs.row_count == 8, "every run and the sweep's row")
     await wait_until(pilot, lambda: screen.jobs.job_names == ("quick", "second"), "the jobs")
     await wait_until(pilot, lambda: "hello  python -c" in _text(app), "the resolved jobs")
 

@@ -7,11 +7,11 @@ UI or the worker that asked. A submit is never raced this way: see :mod:`x_tui.a
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TypeVar, cast
+from typing import TypeVar
 
+from x_tui.compute import deadline
 from x_tui.compute.errors import ProviderError
 
 T = TypeVar("T")
@@ -57,21 +57,11 @@ def call_with_deadline(call: Callable[[], T], *, seconds: float, backend: str, w
         ProviderError: If ``call`` did not return in time; its thread is left to finish alone.
         Exception: Whatever ``call`` raised, as it raised it.
     """
-    outcome: list[tuple[bool, object]] = []
-    done = threading.Event()
-
-    def target() -> None:
-        try:
-            outcome.append((True, call()))
-        except BaseException as error:
-            outcome.append((False, error))
-        finally:
-            done.set()
-
-    threading.Thread(target=target, name=f"x-tui {backend} {what}", daemon=True).start()
-    if not done.wait(seconds):
-        raise ProviderError(f"backend '{backend}': {what} did not answer within {seconds:g} s")
-    succeeded, value = outcome[0]
-    if succeeded:
-        return cast(T, value)
-    raise cast(BaseException, value)
+    return deadline.call_with_deadline(
+        call,
+        seconds=seconds,
+        late=lambda: ProviderError(
+            f"backend '{backend}': {what} did not answer within {seconds:g} s"
+        ),
+        name=f"x-tui {backend} {what}",
+    )

@@ -168,11 +168,8 @@ class XTuiApp(App[int]):
 
     def action_help(self) -> None:
         """Show the keys that work where the user is (generated from the bindings)."""
-        try:
-            from x_tui.app.help_screen import HelpScreen, help_for
-        except ImportError:
-            self.notify("The help screen is not part of this build.", severity="error")
-            return
+        from x_tui.app.help_screen import HelpScreen, help_for
+
         if not isinstance(self.screen, HelpScreen):
             self.push_screen(help_for(self.screen))
 

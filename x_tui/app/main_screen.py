@@ -21,12 +21,11 @@ messages arrive through the app.
 
 from __future__ import annotations
 
-import importlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, cast
+from typing import ClassVar, cast
 
 from rich.text import Text
 from textual import on
@@ -68,24 +67,6 @@ class JobsResolved(Message):
 
     project: Project
     jobs: JobList
-
-
-def lazy_screen(module: str, name: str) -> Callable[..., Screen[Any]] | None:
-    """A screen class from ``x_tui.app.<module>``, imported only when it is first wanted.
-
-    Args:
-        module: The module's name inside ``x_tui.app``.
-        name: The class's name.
-
-    Returns:
-        The class, or ``None`` when this build does not have it.
-    """
-    try:
-        found = importlib.import_module(f"x_tui.app.{module}")
-    except ImportError:
-        return None
-    screen = getattr(found, name, None)
-    return screen if callable(screen) else None
 
 
 RUN_ACTIONS = ("cancel_run", "fetch_run", "rerun", "copy_run_id")
@@ -377,16 +358,12 @@ class MainScreen(Screen[None]):
         self._open_submit(message.job)
 
     def _open_submit(self, job: str) -> None:
-        screen = lazy_screen("submit_screen", "SubmitScreen")
-        if screen is None:
-            self.notify("The submit screen is not part of this build.", severity="error")
-            return
-        self.app.push_screen(screen(job))
+        from x_tui.app.submit_screen import SubmitScreen  # imported on first use: start-up
+
+        self.app.push_screen(SubmitScreen(job))
 
     @on(RunsTable.RunChosen)
     def _run_chosen(self, message: RunsTable.RunChosen) -> None:
-        screen = lazy_screen("run_screen", "RunScreen")
-        if screen is None:
-            self.notify("The run screen is not part of this build.", severity="error")
-            return
-        self.app.push_screen(screen(message.handle))
+        from x_tui.app.run_screen import RunScreen  # imported on first use: start-up
+
+        self.app.push_screen(RunScreen(message.handle))

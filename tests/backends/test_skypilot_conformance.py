@@ -26,9 +26,10 @@ from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone
 from x_tui.backends.skypilot.catalog import read_offers
 from x_tui.backends.skypilot.reconcile import JOB_STATES
 from x_tui.compute.errors import BackendUnavailableError
-from x_tui.compute.extensions import CpuRequest, ResourceRequest
+from x_tui.compute.extensions import CpuRequest, JobExtensions, ResourceRequest
 from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import parse_accelerators
+from x_tui.compute.secrets import SecretsRequest
 from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 
 from .fake_sky import fixtures
@@ -243,9 +244,10 @@ def planned_tasks(tmp_path: Path) -> list[dict[str, JsonValue]]:
         memory_mib=65536,
     )
     one = ResourceRequest(accelerator=parse_accelerators("L4"))
+    named = JobExtensions(secrets=SecretsRequest(platform=("hf-token",)))
     tasks = []
     for backend, request in ((bucket, several), (copy, one)):
-        task = backend.plan(spec, project=project, request=request)["task"]
+        task = backend.plan(spec, project=project, request=request, extensions=named)["task"]
         assert isinstance(task, dict)
         tasks.append(task)
     return tasks
@@ -265,6 +267,7 @@ for config in json.loads(sys.stdin.read()):
         "mounts": sorted(task.file_mounts or {}),
         "storage": sorted(task.storage_mounts or {}),
         "secrets": sorted(task.secrets or {}),
+        "managed_secrets": sorted(ref.name for ref in task._managed_secret_refs),
     }))
 """
 
@@ -292,6 +295,9 @@ def test_skypilot_reads_the_tasks_x_tui_builds(
     assert copy["resources"] == [["RunPod", {"L4": 1}, None, None, False, 60]]
     assert "/data" in copy["mounts"]
     assert copy["secrets"] == ["WANDB_API_KEY"]
+    # Secrets named on SkyPilot's side are managed secret references, with inline ones too.
+    assert bucket["managed_secrets"] == ["hf-token"]
+    assert copy["managed_secrets"] == ["hf-token"]
 
 
 def test_the_bridge_answers_offline_from_the_real_interpreter(

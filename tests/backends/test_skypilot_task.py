@@ -271,7 +271,9 @@ def test_retries_reach_the_worker_and_secrets_are_named_never_valued(project: Pa
     assert "secrets" not in task
 
 
-def test_skypilot_side_secrets_are_refused_saying_what_to_do(project: Path) -> None:
-    extensions = JobExtensions(secrets=SecretsRequest(platform=("hf-token",)))
-    with pytest.raises(ConfigError, match=r"secrets.platform = \['hf-token'\].*secrets.env"):
-        SkyPilotBackend(BUCKET).plan(job(), project=project, extensions=extensions)
+def test_skypilot_side_secrets_are_named_as_the_tasks_managed_secrets(project: Path) -> None:
+    extensions = JobExtensions(secrets=SecretsRequest(platform=("hf-token", "workspace.wandb")))
+    planned = dict(SkyPilotBackend(BUCKET).plan(job(), project=project, extensions=extensions))
+    task = task_of(planned)
+    assert task["managed_secrets"] == ["hf-token", "workspace.wandb"]
+    assert "secrets" not in task

@@ -1,8 +1,8 @@
 """What the skypilot backend checks before anything is staged, and the plan it prints.
 
 ``check_job`` refuses, with one message naming what to change, a job this backend cannot run: a
-project without ``uv.lock`` (the cluster syncs the locked environment), SkyPilot-side secrets
-(not passed yet), or what the transport cannot carry. ``plan_document`` is what ``x-tui plan
+project without ``uv.lock`` (the cluster syncs the locked environment), or what the transport
+cannot carry. ``plan_document`` is what ``x-tui plan
 --backend skypilot`` prints: the task ``submit`` would launch, the launch's options, the secret
 names, and the catalog's hourly cost.
 """
@@ -45,15 +45,9 @@ def check_job(
         The request (the spec's resources when none was given).
 
     Raises:
-        ConfigError: If the project has no ``uv.lock``, the job names SkyPilot-side secrets, or
-            the transport cannot carry it; the message says what to change.
+        ConfigError: If the project has no ``uv.lock``, or the transport cannot carry the job;
+            the message says what to change.
     """
-    if extensions.secrets.platform:
-        raise ConfigError(
-            f"secrets.platform = {list(extensions.secrets.platform)!r}: x-tui does not pass"
-            " SkyPilot-side secrets yet; list the variables in secrets.env to capture them"
-            " from this shell (SkyPilot gets them with the launch, redacted in its logs)"
-        )
     wanted = request if request is not None else request_from_resources(spec.resources)
     check_placement(wanted, multi_node=True, backend=backend)
     if not (project / "uv.lock").is_file():

@@ -188,12 +188,14 @@ def task_for(
         request: The job's resources as written.
         settings: The backend's settings.
         transport: The transport, which adds its mounts and wraps the worker.
-        extensions: The job's dependencies (set up) and retries (the worker's ``--retries``,
-            whose file must be in ``run_dir``).
+        extensions: The job's dependencies (set up), retries (the worker's ``--retries``,
+            whose file must be in ``run_dir``) and SkyPilot-side secrets (``managed_secrets``,
+            by name only).
 
     Returns:
         The task: ``name``, ``workdir``, ``num_nodes`` (only above one), ``resources``,
-        ``file_mounts``, ``setup`` and ``run``.
+        ``file_mounts``, ``managed_secrets`` (only when the job names some), ``setup`` and
+        ``run``.
     """
     resources, nodes = task_resources(request, settings)
     remote = f"{REMOTE_RUNS}/{run_id}"
@@ -211,6 +213,9 @@ def task_for(
         task["num_nodes"] = nodes
     task["resources"] = resources
     task["file_mounts"] = mounts
+    if wanted.secrets.platform:
+        # SkyPilot's managed secrets, by name: the API server injects their values.
+        task["managed_secrets"] = list(wanted.secrets.platform)
     task["setup"] = setup_script(spec, settings, transport, wanted.dependencies)
     task["run"] = run_script(
         spec, run_id=run_id, nodes=nodes, settings=settings, transport=transport, retries=retries

@@ -20,6 +20,7 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import tempfile
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -162,9 +163,23 @@ def install_fake_sky(
         fake.cleanup()
 
 
+def _is_under_tmp(path: Path) -> bool:
+    temporary = {Path("/tmp").resolve(), Path(tempfile.gettempdir()).resolve()}
+    resolved = path.resolve()
+    return any(resolved == top or resolved.is_relative_to(top) for top in temporary)
+
+
 def outside_tmp_dir(request: pytest.FixtureRequest, name: str) -> Iterator[Path]:
-    """A fresh directory under pytest's cache directory (not /tmp), removed afterwards."""
+    """A fresh directory not under /tmp, removed afterwards.
+
+    The copy transport's worker runs under bubblewrap with a fresh ``/tmp``, so a fake cluster
+    (its home, its workdir) must live elsewhere: under pytest's cache directory, or, when the
+    checkout itself lies under /tmp (a CI clone, say), under ``~/.cache``.
+    """
     base = Path(request.config.cache.mkdir("x-tui-fake-clusters"))
+    if _is_under_tmp(base):
+        base = Path.home() / ".cache" / "x-tui-tests" / "fake-clusters"
+        base.mkdir(parents=True, exist_ok=True)
     path = base / f"{name}-{secrets.token_hex(3)}"
     path.mkdir(parents=True)
     try:

@@ -68,7 +68,7 @@ from x_tui.compute.worker_bundle import write_worker_zipapp
 TABLE: Final = "[tool.substrax.compute.backends.local]"
 WORKER_LOG: Final = "worker.log"
 CANCELLED: Final = "cancelled"
-POLL_SECONDS: Final = 0.2
+POLL_SECONDS: Final = 0.05
 """How often a followed log is read again once it has been read to its end."""
 EXIT_WAIT_SECONDS: Final = 5.0
 """How long a followed log waits, once the run is final, for the worker to exit and flush."""

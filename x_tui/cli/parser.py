@@ -131,9 +131,15 @@ def build_parser() -> Parser:
     teardown = verb(
         "teardown",
         "Remove what a run holds on its provider (SkyPilot: its cluster), also after the run "
-        "ended; a run still going is cancelled. Fetch the outputs first where they live there.",
+        "ended; a run still going is cancelled. Refused while the outputs live only there "
+        "(fetch them first).",
     )
     teardown.add_argument("run_id", metavar="RUN_ID")
+    teardown.add_argument(
+        "--force",
+        action="store_true",
+        help="tear down even where the outputs exist only on the provider (they are lost)",
+    )
 
     backends = verb(
         "backends", "List the registered backends; with --accelerators, what each one offers."

@@ -2,7 +2,8 @@
 
 Only a backend that declares ``Capability.TEARDOWN`` holds anything once a run ends (SkyPilot: the
 run's cluster, and with the copy transport the outputs on it); for any other backend the verb is
-refused in one line. A run still going is cancelled first.
+refused in one line. A run still going is cancelled first. A SkyPilot run whose outputs exist only
+on its cluster (the copy transport, never fetched) is refused in one line unless ``--force``.
 """
 
 from __future__ import annotations
@@ -21,14 +22,15 @@ EXIT_REFUSED = 2
 
 
 class _TearsDown(Protocol):
-    def teardown(self, handle: RunHandle) -> None: ...
+    def teardown(self, handle: RunHandle, *, force: bool = False) -> None: ...
 
 
 def teardown(args: argparse.Namespace) -> int:
     """``x-tui teardown RUN_ID``: remove what the run holds on its provider.
 
     This removes a run that already ended too (unlike ``cancel``), and with it anything kept only
-    on the provider: fetch the outputs first where they live there.
+    on the provider: where the outputs live only there and were never fetched, the backend refuses
+    unless ``--force``.
 
     Args:
         args: The parsed command line.
@@ -38,7 +40,8 @@ def teardown(args: argparse.Namespace) -> int:
         backend holds nothing to tear down (one line on stderr).
 
     Raises:
-        UserError: If the run has no readable handle, or its backend cannot be rebuilt or answer.
+        UserError: If the run has no readable handle, or its backend cannot be rebuilt or answer,
+            or its outputs exist only on the provider and ``--force`` was not given.
     """
     handle = RunStore().load(args.run_id)
     backend = backend_for(handle)
@@ -49,7 +52,7 @@ def teardown(args: argparse.Namespace) -> int:
         )
         return EXIT_REFUSED
     try:
-        cast(_TearsDown, backend).teardown(handle)
+        cast(_TearsDown, backend).teardown(handle, force=args.force)
     except ExceptionGroup as group:
         for failure in group.exceptions:
             complain(f"teardown {handle.run_id}: {failure}")

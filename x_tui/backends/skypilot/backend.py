@@ -483,18 +483,23 @@ class SkyPilotBackend:
                 list(failures.values()),
             )
 
-    def teardown(self, handle: RunHandle) -> None:
+    def teardown(self, handle: RunHandle, *, force: bool = False) -> None:
         """Remove the run's cluster, and with it anything left on it (fetch copies first).
 
         Unlike :meth:`cancel`, this removes the cluster of a run that already ended too; a run
-        that has not ended is cancelled.
+        that has not ended is cancelled. With the copy transport, a cluster that holds the only
+        copy of the run's outputs (never fetched) is left up unless ``force``.
 
         Args:
             handle: The run.
+            force: Remove the cluster even where it holds the only copy of the outputs.
 
         Raises:
+            OutputsOnlyOnCluster: If the outputs exist only on the cluster and not ``force``.
             CancelFailed: If the teardown (or the cancel) failed.
         """
+        if not force and isinstance(self.transport, CopyTransport):
+            self.transport.check_teardown(handle)
         try:
             ended = self.status(handle).is_final
         except ProviderError:

@@ -12,7 +12,8 @@ removes itself; not a provisioning deadline or a cost cap). ``fetch`` copies the
 SSH (SkyPilot's own SSH configuration for the cluster), checked against complete listings of the
 remote directory taken before and after the copy: files that changed meanwhile, or a copy that
 differs from them, fail the fetch naming each difference and leave the cluster up. Symbolic links
-are never copied. A verified copy answers for the run once its cluster is gone.
+are never copied. A verified copy answers for the run once its cluster is gone; until there is
+one, a teardown of the run's cluster is refused unless forced.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from x_tui.backends.skypilot.task import REMOTE_RUNS, cluster_name
 from x_tui.backends.skypilot.tools import one_line, run_tool
 from x_tui.backends.skypilot.transports import relative_output, state_of_manifest
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import ConfigError, ProviderError
+from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.records import JsonValue, write_atomic
@@ -57,6 +58,10 @@ _BWRAP_BROKEN = (
 
 class FetchMismatch(ProviderError):
     """The outputs changed while they were fetched, or the copy differs from them."""
+
+
+class OutputsOnlyOnCluster(UserError):
+    """A teardown would remove the only copy of a run's outputs: they were never fetched."""
 
 
 def differences(expected: Mapping[str, Any], found: Mapping[str, Any]) -> list[str]:
@@ -307,6 +312,29 @@ class CopyTransport:
         except (OSError, ValueError, KeyError, TypeError):
             return None
         return path if path.is_dir() else None
+
+    def check_teardown(self, handle: RunHandle) -> None:
+        """Refuse to remove the run's cluster while its outputs exist only there.
+
+        A run with a verified copy of its outputs (``fetch``), or whose cluster is already gone,
+        passes.
+
+        Args:
+            handle: The run.
+
+        Raises:
+            OutputsOnlyOnCluster: If the cluster is up and the outputs were never fetched.
+            ProviderError: If SkyPilot cannot say where the cluster's SSH configuration is.
+        """
+        if self._verified_copy(handle) is not None:
+            return
+        cluster = handle.details.get("cluster") or cluster_name(handle.run_id)
+        if not self._ssh_config(cluster).is_file():
+            return  # the cluster, and the outputs on it, are gone already
+        raise OutputsOnlyOnCluster(
+            f"the outputs of run {handle.run_id} exist only on cluster {cluster}: run"
+            f" `x-tui fetch {handle.run_id}` first, or pass --force to tear down anyway"
+        )
 
     def peek(self, handle: RunHandle, relative: str) -> bytes | None:
         """Read one file of the run's outputs on its cluster (the verified copy once it is gone).

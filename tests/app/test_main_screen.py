@@ -161,6 +161,25 @@ async def test_outside_a_project_the_runs_are_listed_and_the_empty_job_list_expl
 
 
 @asynchronous
+async def test_outside_a_project_at_80x24_the_app_opens_on_the_runs_and_tab_says_why(
+    state_dir: Path,
+) -> None:
+    save_handle(
+        state_dir, run_id="older-20260919T120000Z-0a0b0c", job="older", submitted_at=EARLIER
+    )
+    app = make_app(None)
+    async with app.run_test(size=(80, 24)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: table.row_count == 1, "the stored run")
+        assert table.has_focus
+        shown = screen_text(app)
+        assert "older-20260919T120000Z-0a0b0c" in shown
+        assert "no project here" in shown
+        await pilot.press("tab")
+        await wait_until(pilot, lambda: "No jobs here" in screen_text(app), "the reason")
+
+
+@asynchronous
 async def test_an_unreadable_record_is_listed_with_its_reason(state_dir: Path) -> None:
     runs = state_dir / "compute" / "runs"
     runs.mkdir(parents=True)

@@ -121,10 +121,19 @@ class MainScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Title the panes, focus the jobs, show the runs read so far and read the project."""
+        """Title the panes, focus the jobs, show the runs read so far and read the project.
+
+        Outside a project there is nothing to submit, so the runs pane opens first (at 80x24 the
+        only pane shown); its subtitle says where the reason is.
+        """
         self.query_one("#jobs-pane").border_title = self._jobs_title()
-        self.query_one("#runs-pane").border_title = Text("Runs")
-        self.jobs.option_list.focus()
+        runs_pane = self.query_one("#runs-pane")
+        runs_pane.border_title = Text("Runs")
+        if self.project_root is None:
+            runs_pane.border_subtitle = Text("no project here · tab: why")
+            self._show_pane("runs")
+        else:
+            self.jobs.option_list.focus()
         monitor = monitor_of(self.app)
         if monitor is not None:
             self.runs.show_sweeps(monitor.sweeps)

@@ -9,7 +9,6 @@ validated before they touch a path, so a record can never lead outside its direc
 from __future__ import annotations
 
 import datetime as dt
-import json
 import os
 import re
 import secrets
@@ -17,7 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.errors import BadRecordError, RunNotFoundError
+from x_tui.compute.errors import RunNotFoundError
+from x_tui.compute.record_files import parse_record_file, read_record_dir
 from x_tui.compute.records import JsonValue, RecordError, dumps_pretty, read_record, write_atomic
 from x_tui.compute.spec import check_name
 
@@ -205,29 +205,9 @@ class RunStore:
 
     def read_all(self) -> StoredRuns:
         """Every kept handle, newest first, and each record that cannot be read, with the reason."""
-        handles: list[RunHandle] = []
-        unreadable: dict[Path, str] = {}
-        try:
-            entries = sorted(self.root.glob("*.json"))
-        except OSError:
-            entries = []
-        for path in entries:
-            try:
-                text = path.read_text(encoding="utf-8")
-            except FileNotFoundError:
-                continue
-            except (OSError, UnicodeDecodeError) as error:
-                unreadable[path] = f"cannot be read: {error}"
-                continue
-            try:
-                handle = _parse_handle(path, text)
-            except BadRecordError as error:
-                unreadable[path] = str(error).removeprefix(f"{path}: ")
-                continue
-            if handle.run_id != path.stem:
-                unreadable[path] = f"holds run {handle.run_id!r}, not {path.stem!r}"
-                continue
-            handles.append(handle)
+        handles, unreadable = read_record_dir(
+            self.root, read_handle, id_of=lambda handle: handle.run_id, kind="run"
+        )
         handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
         return StoredRuns(handles=tuple(handles), unreadable=unreadable)
 
@@ -237,11 +217,4 @@ class RunStore:
 
 
 def _parse_handle(path: Path, text: str) -> RunHandle:
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise BadRecordError(f"{path}: not JSON ({error})") from None
-    try:
-        return read_handle(data)
-    except RecordError as error:
-        raise BadRecordError(f"{path}: {error}") from None
+    return parse_record_file(path, text, read_handle)

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import datetime as dt
 import itertools
-import json
 import re
 import secrets as token
 from collections.abc import Mapping, Sequence
@@ -23,7 +22,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from x_tui.compute.errors import BadRecordError, UserError
-from x_tui.compute.records import RecordError, dumps_pretty, read_record, write_atomic
+from x_tui.compute.record_files import parse_record_file, read_record_dir
+from x_tui.compute.records import dumps_pretty, read_record, write_atomic
 from x_tui.compute.secrets import ENV_NAME, RESERVED_NAMES, RESERVED_PREFIXES
 from x_tui.compute.spec import JobSpec, check_name
 from x_tui.compute.store import default_state_dir
@@ -307,37 +307,16 @@ class SweepStore:
 
     def read_all(self) -> StoredSweeps:
         """Every sweep, newest first, and each record that cannot be read, with the reason."""
-        sweeps: list[Sweep] = []
-        unreadable: dict[Path, str] = {}
-        try:
-            entries = sorted(self.root.glob("*.json"))
-        except OSError:
-            entries = []
-        for path in entries:
-            try:
-                sweep = _parse(path, path.read_text(encoding="utf-8"))
-            except FileNotFoundError:
-                continue
-            except (OSError, UnicodeDecodeError) as error:
-                unreadable[path] = f"cannot be read: {error}"
-                continue
-            except BadRecordError as error:
-                unreadable[path] = str(error).removeprefix(f"{path}: ")
-                continue
-            if sweep.sweep_id != path.stem:
-                unreadable[path] = f"holds sweep {sweep.sweep_id!r}, not {path.stem!r}"
-                continue
-            sweeps.append(sweep)
+        sweeps, unreadable = read_record_dir(
+            self.root, _read_sweep, id_of=lambda sweep: sweep.sweep_id, kind="sweep"
+        )
         sweeps.sort(key=lambda sweep: (sweep.created_at, sweep.sweep_id), reverse=True)
         return StoredSweeps(sweeps=tuple(sweeps), unreadable=unreadable)
 
 
+def _read_sweep(data: object) -> Sweep:
+    return read_record(Sweep, data)
+
+
 def _parse(path: Path, text: str) -> Sweep:
-    try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise BadRecordError(f"{path}: not JSON ({error})") from None
-    try:
-        return read_record(Sweep, data)
-    except RecordError as error:
-        raise BadRecordError(f"{path}: {error}") from None
+    return parse_record_file(path, text, _read_sweep)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from x_tui.compute.errors import BadRecordError, RunNotFoundError
-from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin, handle_json
 
 SUBMITTED_AT = dt.datetime(2026, 9, 19, 12, 0, 0, 123456, tzinfo=dt.UTC)
 
@@ -112,38 +112,102 @@ def test_read_all_lists_handles_newest_first_and_names_each_unreadable_record(
     }
     assert "not JSON" in stored.unreadable[truncated]
     assert "not JSON" in stored.unreadable[not_json]
-    assert "version 1 is not the version this x-tui reads (2)" in stored.unreadable[version_1]
-    assert "version 3 is not the version this x-tui reads (2)" in stored.unreadable[version_3]
+    assert "a version 1 run handle holds no settings" in stored.unreadable[version_1]
+    assert "version 3 is not a version this x-tui reads (1 or 2)" in stored.unreadable[version_3]
     assert "details.pid" in stored.unreadable[wrong_type]
     assert "expected a string, got 48213" in stored.unreadable[wrong_type]
     assert first.run_id in stored.unreadable[misnamed]
     assert "misnamed-20260919T120000Z-00000f" in stored.unreadable[misnamed]
 
 
-def test_loading_a_substrax_version_1_handle_names_the_file_and_both_versions(
+def _substrax_01_handle(run_id: str, project: Path) -> dict[str, object]:
+    """A handle exactly as substrax 0.1.22 writes it (no settings, microseconds)."""
+    return {
+        "schema_version": 1,
+        "run_id": run_id,
+        "backend": "local",
+        "job": "contract",
+        "project": str(project),
+        "submitted_at": "2026-09-19T12:00:00.123456Z",
+        "details": {"pid": "48213", "run_dir": f"/state/compute/local/{run_id}"},
+    }
+
+
+def test_a_substrax_01_handle_takes_the_projects_current_settings(tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    pyproject = project / "pyproject.toml"
+    pyproject.write_text(
+        '[tool.substrax.compute]\n[tool.substrax.compute.backends.local]\nstate_dir = "/a"\n'
+    )
+    store = RunStore(tmp_path / "state" / "compute" / "runs")
+    run_id = "contract-20260919T120000Z-3f9a1c"
+    text = json.dumps(_substrax_01_handle(run_id, project), indent=2) + "\n"
+    store.root.mkdir(parents=True)
+    (store.root / f"{run_id}.json").write_text(text)
+    handle = store.load(run_id)
+    assert handle.schema_version == 1
+    assert handle.settings == {"state_dir": "/a"}
+    assert handle.submitted_at.microsecond == 123456
+    assert store.settings_origin(handle) is SettingsOrigin.PROJECT
+    assert store.settings_origin(handle).describe() == (
+        "settings from the project, as substrax 0.1.x"
+    )
+    assert [h.run_id for h in store.read_all().handles] == [run_id]
+    pyproject.write_text(
+        '[tool.substrax.compute]\n[tool.substrax.compute.backends.local]\nstate_dir = "/bb"\n'
+    )
+    assert store.load(run_id).settings == {"state_dir": "/bb"}  # the project's settings now
+    assert handle_json(handle) == text  # written back byte for byte
+    pyproject.write_text("[tool.other]\n")
+    with pytest.raises(BadRecordError, match="settings from the project, as substrax 0.1.x"):
+        store.load(run_id)
+    pyproject.unlink()
+    assert store.load(run_id).settings == {}  # no pyproject: an empty configuration
+
+
+def test_a_version_1_handle_x_tui_writes_keeps_its_settings_in_a_side_record(
     tmp_path: Path,
 ) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.substrax.compute]\n[tool.substrax.compute.backends.local]\nstate_dir = "/now"\n'
+    )
+    store = RunStore(tmp_path / "state" / "compute" / "runs")
+    handle = RunHandle(
+        schema_version=1,
+        run_id="contract-20260919T120000Z-3f9a1c",
+        backend="local",
+        job="contract",
+        project=str(project),
+        submitted_at=dt.datetime(2026, 9, 19, 12, 0, 0, 5, tzinfo=dt.UTC),
+        settings={"state_dir": "/frozen"},
+        details={"pid": "1", "run_dir": "/r"},
+    )
+    path = store.save(handle)
+    written = json.loads(path.read_text())
+    assert list(written) == [
+        "schema_version", "run_id", "backend", "job", "project", "submitted_at", "details"
+    ]  # fmt: skip
+    side = tmp_path / "state" / "x-tui" / "handles" / f"{handle.run_id}.json"
+    assert json.loads(side.read_text())["settings"] == {"state_dir": "/frozen"}
+    assert store.load(handle.run_id) == handle  # the frozen settings, not the project's
+    assert store.settings_origin(handle) is SettingsOrigin.SIDE_RECORD
+    side.write_text('{"run_id": "other-20260919T120000Z-3f9a1c", "settings": {}}')
+    assert "not x-tui's record" in store.read_all().unreadable[path]
+    store.delete(handle.run_id)
+    assert not path.exists() and not side.exists()
+
+
+def test_a_handle_of_an_unknown_version_is_named_unreadable(tmp_path: Path) -> None:
     run_id = "contract-20260919T120000Z-3f9a1c"
     path = tmp_path / f"{run_id}.json"
-    path.write_text(
-        json.dumps(
-            {
-                "schema_version": 1,
-                "run_id": run_id,
-                "backend": "local",
-                "job": "contract",
-                "project": "/home/me/project",
-                "submitted_at": "2026-09-19T12:00:00.123456Z",
-                "details": {"pid": "48213", "run_dir": f"/state/compute/local/{run_id}"},
-            },
-            indent=2,
-        )
-        + "\n"
-    )
+    path.write_text(json.dumps({**_substrax_01_handle(run_id, tmp_path), "schema_version": 7}))
     with pytest.raises(BadRecordError) as refused:
         RunStore(tmp_path).load(run_id)
     assert str(refused.value) == (
-        f"{path}: run handle version 1 is not the version this x-tui reads (2)"
+        f"{path}: run handle version 7 is not a version this x-tui reads (1 or 2)"
     )
 
 

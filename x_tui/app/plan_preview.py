@@ -177,6 +177,8 @@ def plan_renderable(plan: RunPlan, *, problem: str | None = None) -> RenderableT
     where.add_column()
     where.add_row(Text("Runs on"), safe_text(plan.backend, "bold"))
     where.add_row(Text("Project"), safe_text(str(plan.project)))
+    if plan.handle_version is not None:
+        where.add_row(Text("Handle"), safe_text(plan.handle_version.describe()))
     settings = [safe_text(f"{key} = {json.dumps(value)}") for key, value in plan.settings.items()]
     where.add_row(Text("Settings"), Text("\n").join(settings) if settings else Text("-", "dim"))
     if plan.request is not None:

@@ -38,6 +38,7 @@ def header_renderable(
     now: dt.datetime,
     ended_at: dt.datetime | None,
     notice: Text | None = None,
+    settings_note: str | None = None,
 ) -> Group:
     """The run's header: state and id; job, backend, submission time, age, duration; details.
 
@@ -47,6 +48,8 @@ def header_renderable(
         now: The time the age and a running run's duration are measured to.
         ended_at: When a finished run ended, if known.
         notice: A line to add below (a status or log-stream failure).
+        settings_note: Where the run's backend settings come from, when that is worth saying
+            (a substrax 0.1.x handle: from the project), shown after the details.
 
     Returns:
         The header's lines, each cut to the width rather than wrapped.
@@ -72,7 +75,12 @@ def header_renderable(
         if index:
             details.append(" · ")
         details.append_text(safe_text(f"{key} {value}"))
-    lines = [first, second, details if handle.details else Text("no provider details", "dim")]
+    if not handle.details:
+        details = Text("no provider details", "dim")
+    if settings_note is not None:
+        details.append(" · ")
+        details.append_text(safe_text(settings_note))
+    lines = [first, second, details]
     if notice is not None:
         lines.append(notice)
     for line in lines:

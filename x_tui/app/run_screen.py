@@ -45,7 +45,7 @@ from x_tui.app.task_logs import TaskLogs
 from x_tui.compute.backend import RunState
 from x_tui.compute.manifest import TaskStatus
 from x_tui.compute.spec import JobSpec
-from x_tui.compute.store import RunHandle
+from x_tui.compute.store import RunHandle, SettingsOrigin
 from x_tui.widgets.devices_view import DevicesView
 from x_tui.widgets.log_view import LogView
 from x_tui.widgets.manifest_view import ManifestView
@@ -135,6 +135,7 @@ class RunScreen(RunActions, Screen[None]):
         self.snapshot: RunSnapshot | None = None
         self.loaded = False
         self._reader: RunReader | None = None
+        self._settings_note: str | None = None
         self._tasks: tuple[str, ...] = ()
         self._refreshing = False
         self._final_read = False
@@ -168,6 +169,9 @@ class RunScreen(RunActions, Screen[None]):
             if ended is not None:
                 self.ended_at = dt.datetime.fromtimestamp(ended, dt.UTC)
         self._reader = RunReader(service_of(self.app), self.handle)
+        origin = self._reader.service.store.settings_origin(self.handle)
+        if origin is SettingsOrigin.PROJECT:
+            self._settings_note = origin.describe()
         self._update_header()
         self.query_one("#combined-log", LogView).focus()
         self._load()
@@ -322,7 +326,12 @@ class RunScreen(RunActions, Screen[None]):
 
     def _header(self) -> Group:
         return header_renderable(
-            self.handle, self.state, now=self.clock(), ended_at=self.ended_at, notice=self._notice
+            self.handle,
+            self.state,
+            now=self.clock(),
+            ended_at=self.ended_at,
+            notice=self._notice,
+            settings_note=self._settings_note,
         )
 
     def _update_header(self) -> None:

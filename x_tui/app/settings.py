@@ -4,6 +4,8 @@
 theme = "textual-dark"      # any Textual theme ("textual-ansi" uses the terminal's palette)
 low_bandwidth = false       # fewer frames per second, batched log updates, no animation
 
+handle_version = 1          # run handles substrax 0.1.x reads (default: by the project's uv.lock)
+
 [keys]                      # binding id = key(s), comma separated
 "main.submit" = "enter"
 "app.quit" = "q,ctrl+q"
@@ -38,7 +40,7 @@ LOW_BANDWIDTH_SLOWDOWN = 3.0
 """How many times less often, under the low-bandwidth profile, the run monitor asks backends for
 states and the runs table and run screen redraw and re-read what they show."""
 
-_KNOWN = ("theme", "low_bandwidth", "keys")
+_KNOWN = ("theme", "low_bandwidth", "keys", "handle_version")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -110,6 +112,10 @@ def load_settings(path: Path | None = None) -> Settings:
                 problems.append(f"{path}: low_bandwidth: expected true or false, got {value!r}")
         elif key == "keys":
             keys = _keys(path, value, problems)
+        elif key == "handle_version":
+            # Read where runs are submitted (x_tui.compute.handle_versions); checked here too.
+            if value not in (1, 2) or isinstance(value, bool):
+                problems.append(f"{path}: handle_version: expected 1 or 2, got {value!r}")
         else:
             problems.append(f"{path}: unknown key {key!r}{_did_you_mean(key)}")
     if _env_true(os.environ.get(LOW_BANDWIDTH_ENV)):

@@ -42,6 +42,11 @@ def plan_json(plan: RunPlan) -> dict[str, JsonValue]:
         ),
         "extensions": plan.extensions.describe(tasks),
         "estimate": plan.estimate.describe() if plan.estimate is not None else None,
+        "handle_version": (
+            {"version": plan.handle_version.version, "reason": plan.handle_version.reason}
+            if plan.handle_version is not None
+            else None
+        ),
     }
 
 
@@ -100,6 +105,8 @@ def plan_lines(plan: RunPlan) -> list[str]:
     lines = job_lines(plan.spec)
     lines.append(f"project      {escaped(str(plan.project))}")
     lines.append(f"backend      {escaped(plan.backend)}")
+    if plan.handle_version is not None:
+        lines.append(f"handle       {escaped(plan.handle_version.describe())}")
     if plan.request is not None and plan.request.accelerator is not None:
         nodes = plan.request.nodes
         span = f" on {nodes} nodes" if nodes > 1 else ""

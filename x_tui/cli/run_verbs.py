@@ -17,7 +17,7 @@ from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.errors import UserError
 from x_tui.compute.operations import backend_for, fetch_root, list_sweeps, load_sweep, sweep_of
 from x_tui.compute.records import JsonValue, format_datetime
-from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin
 from x_tui.compute.sweeps import Sweep, is_sweep_id, parameters_text
 
 EXIT_OK = 0
@@ -53,8 +53,12 @@ def follow_logs(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> 
 
 
 def _run_json(
-    handle: RunHandle, state: RunState | None, sweep: Sweep | None = None
+    handle: RunHandle,
+    state: RunState | None,
+    sweep: Sweep | None = None,
+    store: RunStore | None = None,
 ) -> dict[str, JsonValue]:
+    origin = store.settings_origin(handle) if store is not None else None
     return {
         "run_id": handle.run_id,
         "backend": handle.backend,
@@ -66,6 +70,8 @@ def _run_json(
         "parameters": (
             dict(sweep.parameters_of(handle.run_id) or {}) if sweep is not None else None
         ),
+        "handle_version": handle.schema_version,
+        "settings_from": origin.value if origin is not None else None,
     }
 
 
@@ -81,9 +87,14 @@ def _sweep_json(sweep: Sweep) -> dict[str, JsonValue]:
     }
 
 
-def _line(handle: RunHandle, state: str, *, now: dt.datetime | None) -> str:
+def _line(
+    handle: RunHandle, state: str, *, now: dt.datetime | None, store: RunStore | None = None
+) -> str:
     line = f"{handle.run_id}  {escaped(handle.backend)}  {handle.job}  {state}"
-    return line if now is None else f"{line}  {age_text(handle.submitted_at, now)}"
+    line = line if now is None else f"{line}  {age_text(handle.submitted_at, now)}"
+    if store is not None and store.settings_origin(handle) is SettingsOrigin.PROJECT:
+        line = f"{line}  ({SettingsOrigin.PROJECT.describe()})"
+    return line
 
 
 def _states(handles: list[RunHandle]) -> tuple[dict[str, RunState | None], bool]:
@@ -140,9 +151,9 @@ def status(args: argparse.Namespace) -> int:
         handle = store.load(args.run_id)
         state = backend_for(handle).status(handle)
         if args.json:
-            print_json(_run_json(handle, state, sweep_of(handle.run_id)))
+            print_json(_run_json(handle, state, sweep_of(handle.run_id), store))
         else:
-            say(_line(handle, state.value, now=now))
+            say(_line(handle, state.value, now=now, store=store))
         return EXIT_OK
     stored = store.read_all()
     recorded = list_sweeps()
@@ -156,14 +167,14 @@ def status(args: argparse.Namespace) -> int:
     code = EXIT_FAILED if failed else EXIT_OK
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
     if args.json:
-        runs = [_run_json(h, states[h.run_id], by_run.get(h.run_id)) for h in handles]
+        runs = [_run_json(h, states[h.run_id], by_run.get(h.run_id), store) for h in handles]
     shown: set[str] = set()
     for handle in handles:
         sweep = by_run.get(handle.run_id)
         if args.json:
             break
         if sweep is None:
-            say(_line(handle, _state_text(states[handle.run_id]), now=now))
+            say(_line(handle, _state_text(states[handle.run_id]), now=now, store=store))
             continue
         if sweep.sweep_id in shown:
             continue
@@ -174,7 +185,7 @@ def status(args: argparse.Namespace) -> int:
         say(f"sweep {sweep.sweep_id}  {sweep.job}  {len(members)} runs: {counts}")
         for member in members:
             values = parameters_text(sweep.parameters_of(member.run_id) or {})
-            line = _line(member, _state_text(states[member.run_id]), now=now)
+            line = _line(member, _state_text(states[member.run_id]), now=now, store=store)
             say(f"  {line}  {escaped(values)}")
     unreadable = {**stored.unreadable, **(recorded.unreadable if wanted is None else {})}
     for path, reason in unreadable.items():

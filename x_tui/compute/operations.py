@@ -24,12 +24,13 @@ verbs that only read handles start fast.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from x_tui.compute.errors import BadRecordError, ConfigError, NoComputeTable, UserError
 from x_tui.compute.extensions import JobExtensions
+from x_tui.compute.handle_versions import HandleChoice, choose_handle_version
 from x_tui.compute.offers import (
     BackendOffers,
     backend_names,
@@ -106,6 +107,8 @@ class RunPlan:
         extensions: The job's ``dependencies``, ``secrets`` (names only) and ``retries``.
         estimate: The most the run can cost given its timeout, or why that is unknown; ``None``
             when not estimated (a plan rebuilt from a stored run).
+        handle_version: The run handle version the submit writes, and why; ``None`` writes the
+            seed's version 2.
     """
 
     project: Path
@@ -116,6 +119,7 @@ class RunPlan:
     request: ResourceRequest | None = None
     extensions: JobExtensions = field(default_factory=JobExtensions)
     estimate: CostEstimate | None = None
+    handle_version: HandleChoice | None = None
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -275,6 +279,7 @@ def plan_run(
         request=resolved.request,
         extensions=extensions,
         estimate=estimate_for(built, name, resolved.request, spec.timeout_seconds),
+        handle_version=choose_handle_version(root),
     )
 
 
@@ -332,6 +337,8 @@ def submit_run(
     if Capability.EXTENSIONS in capabilities:
         hooks["secrets"] = values
     handle = cast(_Submitter, built).submit(plan.spec, project=plan.project, **hooks)
+    if plan.handle_version is not None:
+        handle = replace(handle, schema_version=plan.handle_version.version)
     (store if store is not None else RunStore()).save(handle)
     return handle
 

@@ -1,14 +1,21 @@
 """Run handles and the store that keeps them, in substrax's layout so both tools share one store.
 
-``<state>/compute/runs/<run_id>.json`` holds one :class:`RunHandle` (version 2, with the frozen
-backend ``settings``). Writes are atomic (a uniquely named partial file, then a rename), so any
-number of processes can save and read at once without a torn or lost record. Run ids are
-validated before they touch a path, so a record can never lead outside its directory.
+``<state>/compute/runs/<run_id>.json`` holds one :class:`RunHandle`. Version 2 (the default)
+carries the frozen backend ``settings``. Version 1, the handle substrax 0.1.x writes and reads,
+has no ``settings``: a version 1 handle x-tui wrote keeps its frozen settings in a side record of
+x-tui's own (``<state>/x-tui/handles/<run_id>.json``), and one without a side record (written by
+substrax 0.1.x) takes them from the project's current configuration, as substrax 0.1.x does. A
+handle of any other version is refused, naming the version. Writes are atomic (a uniquely named
+partial file, then a rename), so any number of processes can save and read at once without a
+torn or lost record. Run ids are validated before they touch a path, so a record can never lead
+outside its directory.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import enum
+import json
 import os
 import re
 import secrets
@@ -18,11 +25,26 @@ from pathlib import Path
 
 from x_tui.compute.errors import RunNotFoundError
 from x_tui.compute.record_files import parse_record_file, read_record_dir
-from x_tui.compute.records import JsonValue, RecordError, dumps_pretty, read_record, write_atomic
+from x_tui.compute.records import (
+    JsonValue,
+    RecordError,
+    dump_record,
+    read_record,
+    write_atomic,
+)
 from x_tui.compute.spec import check_name
 
 HANDLE_VERSION = 2
-"""The handle layout this release writes and reads."""
+"""The handle layout this release writes by default: with the frozen ``settings``."""
+
+SUBSTRAX_01_HANDLE_VERSION = 1
+"""The handle layout substrax 0.1.x writes and reads: no ``settings``."""
+
+READABLE_HANDLE_VERSIONS = (SUBSTRAX_01_HANDLE_VERSION, HANDLE_VERSION)
+"""Every handle version this release reads."""
+
+SIDE_RECORD_LIMIT = 1 << 20
+"""The most bytes of a settings side record read."""
 
 STATE_DIR_ENV = "SUBSTRAX_STATE_DIR"
 """Overrides the directory runs are kept in (shared with substrax)."""
@@ -96,14 +118,16 @@ class RunHandle:
     """Everything needed to find a submitted run again.
 
     Attributes:
-        schema_version: The layout of this record.
+        schema_version: The layout of this record: 2, or 1 as substrax 0.1.x writes it (then
+            ``settings`` is not written into the handle's file; see :class:`SettingsOrigin`).
         run_id: The run's name, unique across backends; also its outputs' directory name.
         backend: The name of the backend that ran it.
         job: The job's name.
         project: The project root it was submitted from.
         submitted_at: When it was submitted, in UTC.
         settings: The backend's settings it was submitted with; every later operation rebuilds
-            the backend from them.
+            the backend from them. For a version 1 handle, the side record's frozen settings,
+            or the project's current ones.
         details: The provider's own references to the run, such as a pid or an app id.
     """
 
@@ -120,30 +144,69 @@ class RunHandle:
         """Validate the version and the run id.
 
         Raises:
-            ValueError: If the version is not this release's or the run id is malformed.
+            ValueError: If the version is not one this release reads or the run id is malformed.
         """
-        if self.schema_version != HANDLE_VERSION:
+        if self.schema_version not in READABLE_HANDLE_VERSIONS or isinstance(
+            self.schema_version, bool
+        ):
             raise ValueError(_version_message(self.schema_version))
         if not RUN_ID_PATTERN.fullmatch(self.run_id):
             raise ValueError(f"run id {self.run_id!r} is not of the form <job>-<time>-<hex>")
 
 
 def _version_message(version: object) -> str:
-    return f"run handle version {version!r} is not the version this x-tui reads ({HANDLE_VERSION})"
+    readable = " or ".join(map(str, READABLE_HANDLE_VERSIONS))
+    return f"run handle version {version!r} is not a version this x-tui reads ({readable})"
 
 
 def read_handle(data: object) -> RunHandle:
-    """Read a handle from its parsed JSON object.
+    """Read a handle from its parsed JSON object, as it is in the file.
+
+    A version 1 handle is read with empty ``settings`` (its file holds none); :class:`RunStore`
+    fills them in from the side record or the project.
 
     Raises:
-        RecordError: If the version is not 2 (naming both) or a field is wrong.
+        RecordError: If the version is not 1 or 2 (naming it), a version 1 handle holds
+            ``settings``, or a field is wrong.
     """
     if not isinstance(data, Mapping):
         raise RecordError(f"a run handle is a JSON object, not {type(data).__name__}")
     version = data.get("schema_version")
-    if version != HANDLE_VERSION or isinstance(version, bool):
+    if version not in READABLE_HANDLE_VERSIONS or isinstance(version, bool):
         raise RecordError(_version_message(version))
+    if version == SUBSTRAX_01_HANDLE_VERSION and "settings" in data:
+        raise RecordError("unknown key 'settings': a version 1 run handle holds no settings")
     return read_record(RunHandle, data)
+
+
+def handle_json(handle: RunHandle) -> str:
+    """The text of a handle's file, as substrax writes it: indented by 2, ending in a newline.
+
+    A version 1 handle is written without ``settings``, as substrax 0.1.x reads it.
+    """
+    data = dump_record(handle)
+    if handle.schema_version == SUBSTRAX_01_HANDLE_VERSION:
+        del data["settings"]
+    return json.dumps(data, indent=2) + "\n"
+
+
+class SettingsOrigin(enum.Enum):
+    """Where a stored run's backend settings come from."""
+
+    HANDLE = "handle"
+    """Frozen into the handle (version 2)."""
+    SIDE_RECORD = "side record"
+    """Frozen into x-tui's side record of a version 1 handle x-tui wrote."""
+    PROJECT = "project"
+    """The project's current configuration: a version 1 handle substrax 0.1.x wrote."""
+
+    def describe(self) -> str:
+        """One phrase for the user, such as ``settings from the project, as substrax 0.1.x``."""
+        return {
+            SettingsOrigin.HANDLE: "settings frozen in the handle",
+            SettingsOrigin.SIDE_RECORD: "settings frozen in x-tui's side record",
+            SettingsOrigin.PROJECT: "settings from the project, as substrax 0.1.x",
+        }[self]
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -169,6 +232,24 @@ class RunStore:
             root: The directory; ``default_state_dir() / "compute" / "runs"`` when ``None``.
         """
         self.root = root if root is not None else default_state_dir() / "compute" / "runs"
+        self.side_records = self.root.parent.parent / "x-tui" / "handles"
+        """Where the frozen settings of version 1 handles x-tui wrote are kept."""
+
+    def side_record_of(self, run_id: str) -> Path:
+        """The side record that holds the frozen settings of a version 1 handle x-tui wrote.
+
+        Raises:
+            RunNotFoundError: If ``run_id`` is not a run id.
+        """
+        return self.side_records / f"{check_run_id(run_id)}.json"
+
+    def settings_origin(self, handle: RunHandle) -> SettingsOrigin:
+        """Where the settings of ``handle`` (as this store read it) come from."""
+        if handle.schema_version == HANDLE_VERSION:
+            return SettingsOrigin.HANDLE
+        if self.side_record_of(handle.run_id).is_file():
+            return SettingsOrigin.SIDE_RECORD
+        return SettingsOrigin.PROJECT
 
     def path_of(self, run_id: str) -> Path:
         """The file that holds the handle of ``run_id``.
@@ -181,11 +262,18 @@ class RunStore:
     def save(self, handle: RunHandle) -> Path:
         """Write a handle atomically, replacing an earlier one of the same run.
 
+        A version 1 handle's settings go to its side record first, so a crash between the two
+        writes leaves at most a side record without a handle, never a handle whose frozen
+        settings are lost.
+
         Returns:
             The handle's file.
         """
         path = self.path_of(handle.run_id)
-        write_atomic(path, dumps_pretty(handle))
+        if handle.schema_version == SUBSTRAX_01_HANDLE_VERSION:
+            side = {"run_id": handle.run_id, "settings": dict(handle.settings)}
+            write_atomic(self.side_record_of(handle.run_id), json.dumps(side, indent=2) + "\n")
+        write_atomic(path, handle_json(handle))
         return path
 
     def load(self, run_id: str) -> RunHandle:
@@ -201,20 +289,109 @@ class RunStore:
             text = path.read_text(encoding="utf-8")
         except FileNotFoundError:
             raise RunNotFoundError(f"no run '{run_id}' in {self.root}") from None
-        return _parse_handle(path, text)
+        return parse_record_file(path, text, self._read)
 
     def read_all(self) -> StoredRuns:
         """Every kept handle, newest first, and each record that cannot be read, with the reason."""
         handles, unreadable = read_record_dir(
-            self.root, read_handle, id_of=lambda handle: handle.run_id, kind="run"
+            self.root, self._read, id_of=lambda handle: handle.run_id, kind="run"
         )
         handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
         return StoredRuns(handles=tuple(handles), unreadable=unreadable)
 
     def delete(self, run_id: str) -> None:
-        """Forget a run's handle (its files elsewhere are left)."""
+        """Forget a run's handle and its side record (its files elsewhere are left)."""
         self.path_of(run_id).unlink(missing_ok=True)
+        self.side_record_of(run_id).unlink(missing_ok=True)
+
+    def _read(self, data: object) -> RunHandle:
+        """A handle from its parsed JSON, a version 1 handle with its settings filled in."""
+        handle = read_handle(data)
+        if handle.schema_version != SUBSTRAX_01_HANDLE_VERSION:
+            return handle
+        frozen = self._side_settings(handle.run_id)
+        if frozen is None:
+            frozen = project_settings(Path(handle.project), handle.backend)
+        return RunHandle(
+            schema_version=handle.schema_version,
+            run_id=handle.run_id,
+            backend=handle.backend,
+            job=handle.job,
+            project=handle.project,
+            submitted_at=handle.submitted_at,
+            settings=frozen,
+            details=handle.details,
+        )
+
+    def _side_settings(self, run_id: str) -> dict[str, JsonValue] | None:
+        """The frozen settings of a version 1 handle x-tui wrote; ``None`` when it has none.
+
+        Raises:
+            RecordError: If the side record is there but cannot be read.
+        """
+        path = self.side_record_of(run_id)
+        try:
+            with path.open("rb") as file:
+                raw = file.read(SIDE_RECORD_LIMIT + 1)
+        except FileNotFoundError:
+            return None
+        except OSError as error:
+            raise RecordError(f"its settings side record {path} cannot be read: {error}") from None
+        problem = f"its settings side record {path} is not x-tui's record of {run_id}"
+        if len(raw) > SIDE_RECORD_LIMIT:
+            raise RecordError(f"{problem} (over {SIDE_RECORD_LIMIT} bytes)")
+        try:
+            side = json.loads(raw.decode("utf-8"))
+        except ValueError:
+            raise RecordError(f"{problem} (not JSON)") from None
+        if (
+            not isinstance(side, dict)
+            or side.get("run_id") != run_id
+            or not isinstance(side.get("settings"), dict)
+            or set(side) != {"run_id", "settings"}
+        ):
+            raise RecordError(problem)
+        settings: dict[str, JsonValue] = side["settings"]
+        return settings
 
 
-def _parse_handle(path: Path, text: str) -> RunHandle:
-    return parse_record_file(path, text, read_handle)
+def project_settings(project: Path, backend: str) -> dict[str, JsonValue]:
+    """A backend's settings as substrax 0.1.x rebuilds them for a stored run: the project's now.
+
+    Args:
+        project: The project the run was submitted from (the handle's ``project``).
+        backend: The backend's name.
+
+    Returns:
+        ``[tool.substrax.compute.backends.<backend>]`` of the project's pyproject.toml; empty when
+        the project has no pyproject.toml or that table is absent.
+
+    Raises:
+        RecordError: If the pyproject.toml cannot be read or has no compute table (substrax
+            refuses the run then too); the message says the settings come from the project.
+    """
+    from x_tui.compute.config import PYPROJECT, read_compute_config
+    from x_tui.compute.errors import UserError
+
+    path = project / PYPROJECT
+    try:
+        if not path.is_file():
+            return {}
+        stat = path.stat()
+    except OSError:
+        return {}
+    key = (str(path), stat.st_mtime_ns, stat.st_size, backend)
+    if key not in _PROJECT_SETTINGS:
+        try:
+            settings = dict(read_compute_config(project).backend_settings(backend))
+        except UserError as error:
+            raise RecordError(
+                f"{SettingsOrigin.PROJECT.describe()}, which cannot be read: {error}"
+            ) from None
+        if len(_PROJECT_SETTINGS) > 256:
+            _PROJECT_SETTINGS.clear()
+        _PROJECT_SETTINGS[key] = settings
+    return dict(_PROJECT_SETTINGS[key])
+
+
+_PROJECT_SETTINGS: dict[tuple[str, int, int, str], dict[str, JsonValue]] = {}

@@ -235,13 +235,14 @@ def test_a_bad_configuration_or_argument_is_refused_in_one_line(bare: Cli, case:
     _assert_refused(bare, case.argv, case.says)
 
 
-def test_runtime_is_lenient_as_substrax_and_ignores_unknown_keys(bare: Cli) -> None:
-    _write_project(bare, Bad("", job=f"{VALID_JOB}\nruntime = {{ future_knob = 1 }}"))
+def test_an_unknown_runtime_key_is_refused_as_substrax_refuses_it(bare: Cli) -> None:
+    _write_project(bare, Bad("", job=f'{VALID_JOB}\nruntime = {{ platfroms = ["cpu"] }}'))
 
     result = bare("plan", "bad", "--backend", "local")
 
-    assert result.returncode == 0, result.stderr
-    assert "Nothing was submitted." in result.stdout
+    assert result.returncode == 2
+    assert "runtime: unknown key 'platfroms'; did you mean 'platforms'?" in result.stderr
+    assert "[tool.substrax.compute.jobs.bad]" in result.stderr
 
 
 def _handle(version: object) -> str:
@@ -264,8 +265,11 @@ HANDLE_CASES = {
     "truncated handle": (_handle(2)[:40], ("{handle}", "not JSON")),
     "handle that is not JSON": ("hello", ("{handle}", "not JSON")),
     "handle that is a JSON array": ("[]", ("{handle}", "JSON object")),
-    "handle of version 1": (_handle(1), ("{handle}", "version 1", "(2)")),
-    "handle of version 3": (_handle(3), ("{handle}", "version 3", "(2)")),
+    "handle of version 1 with settings": (
+        _handle(1),
+        ("{handle}", "a version 1 run handle holds no settings"),
+    ),
+    "handle of version 3": (_handle(3), ("{handle}", "version 3", "(1 or 2)")),
     "handle with an unknown key": (
         _handle(2).replace('"settings"', '"extra": 1, "settings"'),
         ("{handle}", "'extra'"),

@@ -40,6 +40,10 @@ def _verb(name: str) -> Callable[[argparse.Namespace], int]:
         from x_tui.cli.backend_verbs import backends
 
         return backends
+    if name == "check":
+        from x_tui.cli.check_verb import check
+
+        return check
     if name == "teardown":
         from x_tui.cli.teardown_verb import teardown
 

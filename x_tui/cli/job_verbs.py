@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from x_tui.cli.check_verb import blocked_text, substrax_blocked
 from x_tui.cli.describe import job_lines, job_summary
 from x_tui.cli.output import complain, escaped, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
@@ -53,6 +54,7 @@ def jobs(args: argparse.Namespace) -> int:
     """
     project = project_of(args)
     listed = list_jobs(project)
+    blocked = substrax_blocked(project)
     if args.json:
         print_json(
             {
@@ -60,11 +62,17 @@ def jobs(args: argparse.Namespace) -> int:
                 "backend": project.config.backend if project.config else None,
                 "jobs": {name: dump_record(spec) for name, spec in listed.specs.items()},
                 "problems": {name: str(error) for name, error in listed.problems.items()},
+                "substrax_cannot_run": {
+                    name: [blocker.key for blocker in blockers]
+                    for name, blockers in blocked.items()
+                },
             }
         )
     else:
         for spec in listed.specs.values():
             say(job_summary(spec))
+            if spec.name in blocked:
+                say(f"  {blocked_text(blocked[spec.name])}")
             for line in job_lines(spec)[1:]:
                 say(line)
     for name, error in listed.problems.items():

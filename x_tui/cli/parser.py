@@ -92,6 +92,13 @@ def build_parser() -> Parser:
     jobs = verb("jobs", "List the project's jobs, their tasks and resources.")
     _json_option(jobs)
 
+    check = verb(
+        "check",
+        "List the jobs substrax itself could not run (x-tui's extensions in its table), each "
+        "with the overlay table that fixes it; exit 1 when there is any.",
+    )
+    _json_option(check)
+
     plan = verb("plan", "Show the resolved job and what the backend would be asked for.")
     _run_options(plan)
     _json_option(plan)

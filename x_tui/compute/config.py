@@ -11,7 +11,7 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ import tomlkit.exceptions
 from x_tui.compute.dependencies import read_dependencies
 from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError
 from x_tui.compute.extensions import EXTENSION_KEYS, JobExtensions
+from x_tui.compute.overlays import OVERLAY_TABLE, merge_overlay
 from x_tui.compute.records import JsonValue, RecordError, dump_record, read_record
 from x_tui.compute.resources import (
     ResourceError,
@@ -31,7 +32,14 @@ from x_tui.compute.resources import (
 )
 from x_tui.compute.retries import read_retries
 from x_tui.compute.secrets import read_secrets
-from x_tui.compute.spec import Accelerator, JobSpec, Task, discover_examples, example_tasks
+from x_tui.compute.spec import (
+    Accelerator,
+    JaxRuntime,
+    JobSpec,
+    Task,
+    discover_examples,
+    example_tasks,
+)
 
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.substrax.compute"
@@ -49,6 +57,7 @@ _SPEC_KEYS = (
     "mounts",
 )
 _JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS + EXTENSION_KEYS
+_RUNTIME_KEYS = tuple(item.name for item in fields(JaxRuntime))
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -60,12 +69,15 @@ class ComputeConfig:
         backend: The backend used when none is named; ``None`` requires naming one.
         backends: Each backend's settings, by backend name.
         jobs: Each job's table, by name, read into a ``JobSpec`` when the job is resolved.
+        overlays: x-tui's overlay of each job (``[tool.x-tui.jobs.<name>]``), merged over the
+            job's table when it is resolved (see :mod:`x_tui.compute.overlays`).
     """
 
     path: Path | None = None
     backend: str | None = None
     backends: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
     jobs: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
+    overlays: Mapping[str, Mapping[str, JsonValue]] = field(default_factory=dict)
 
     def backend_settings(self, name: str) -> Mapping[str, JsonValue]:
         """The settings table of backend ``name`` (empty when it has none)."""
@@ -129,7 +141,40 @@ def read_compute_config(project: Path) -> ComputeConfig:
         raise ConfigError(f"{config.where()} backend: expected a string, got {backend!r}")
     backends = _table_of_tables(config, table, "backends")
     jobs = _table_of_tables(config, table, "jobs")
-    return replace(config, backend=backend, backends=backends, jobs=jobs)
+    overlays = _overlays(path, document, jobs)
+    return replace(config, backend=backend, backends=backends, jobs=jobs, overlays=overlays)
+
+
+def _overlays(
+    path: Path, document: dict[str, Any], jobs: Mapping[str, object]
+) -> dict[str, dict[str, JsonValue]]:
+    """``[tool.x-tui.jobs]``: each job's overlay, for jobs the compute table declares."""
+    tool = document.get("tool")
+    own = tool.get("x-tui") if isinstance(tool, dict) else None
+    if own is None:
+        return {}
+    if not isinstance(own, dict):
+        raise ConfigError(f"{path}: [tool.x-tui] is not a table")
+    for key in own:
+        if key != "jobs":
+            raise ConfigError(
+                f"{path}: [tool.x-tui] unknown key {key!r}{did_you_mean(key, ('jobs',))}"
+            )
+    overlays = own.get("jobs", {})
+    if not isinstance(overlays, dict):
+        raise ConfigError(f"{path}: [{OVERLAY_TABLE}] is not a table")
+    for name, overlay in overlays.items():
+        if not isinstance(overlay, dict):
+            raise ConfigError(
+                f"{path}: [{OVERLAY_TABLE}] {name}: expected a table, got {overlay!r}"
+            )
+        if name not in jobs:
+            configured = ", ".join(sorted(jobs)) or "none"
+            raise ConfigError(
+                f"{path}: [{OVERLAY_TABLE}.{name}] overlays no job of [{TABLE}.jobs]"
+                f" (configured: {configured})"
+            )
+    return overlays
 
 
 def _table_of_tables(
@@ -227,11 +272,21 @@ def resolve_request(
     if name not in config.jobs:
         configured = ", ".join(sorted(config.jobs)) or "none"
         raise UnknownJobError(f"no job '{name}'; configured: {configured}")
-    table = dict(config.jobs[name])
+    table = merge_overlay(config.jobs[name], config.overlays.get(name))
     where = config.where("jobs", name)
+    if name in config.overlays:
+        where = f"{where} with [{OVERLAY_TABLE}.{name}]"
     for key in table:
         if key not in _JOB_KEYS:
             raise ConfigError(f"{where} unknown key {key!r}{did_you_mean(key, _JOB_KEYS)}")
+    runtime = table.get("runtime")
+    if isinstance(runtime, dict):
+        # substrax refuses an unknown runtime key inside a job table (a spec.json ignores one).
+        for key in runtime:
+            if key not in _RUNTIME_KEYS:
+                raise ConfigError(
+                    f"{where} runtime: unknown key {key!r}{did_you_mean(key, _RUNTIME_KEYS)}"
+                )
     timeout = _seconds(where, "timeout_seconds", table.get("timeout_seconds"))
     if timeout is None:
         raise ConfigError(f"{where} missing required key 'timeout_seconds'")

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 import enum
 import math
-import posixpath
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from x_tui.compute.records import JsonValue, RecordError, read_record
 
@@ -153,19 +152,18 @@ class Mount:
                 normalised directory below the root.
         """
         check_name("mount", self.name)
-        if not isinstance(self.path, str) or not self.path.startswith("/") or self.path == "/":
+        if not isinstance(self.path, str):
             raise ValueError(
                 f"mount path {self.path!r} is not an absolute directory below the root"
             )
-        normal = posixpath.normpath(self.path)
-        if normal.startswith("//"):
-            normal = "/" + normal.lstrip("/")
-        if ".." in self.path.split("/") or normal == "/":
+        # substrax reads the path as a PurePosixPath: "//data" keeps its two slashes.
+        posix = PurePosixPath(self.path)
+        if not posix.is_absolute() or ".." in posix.parts or str(posix) in {"/", ""}:
             raise ValueError(
                 f"mount path {self.path!r} is not an absolute directory below the root"
             )
-        if normal != self.path:
-            raise ValueError(f"mount path {self.path!r} is not normalised; write {normal!r}")
+        if str(posix) != self.path:
+            raise ValueError(f"mount path {self.path!r} is not normalised; write {str(posix)!r}")
         if not isinstance(self.access, MountAccess):
             raise ValueError(
                 f"mount access {self.access!r} is not one of 'read-only', 'read-write'"
@@ -219,20 +217,28 @@ class JaxRuntime:
                 f"runtime matmul_precision {self.matmul_precision!r} is not one of "
                 + ", ".join(map(repr, _MATMUL_PRECISIONS))
             )
-        if self.compilation_cache_dir is not None and not self.compilation_cache_dir.startswith(
-            "/"
-        ):
-            raise ValueError(
-                f"runtime compilation_cache_dir {self.compilation_cache_dir!r} is not absolute"
+        if self.compilation_cache_dir is not None:
+            if not isinstance(self.compilation_cache_dir, str) or not PurePosixPath(
+                self.compilation_cache_dir
+            ).is_absolute():
+                raise ValueError(
+                    f"runtime compilation_cache_dir {self.compilation_cache_dir!r} is not absolute"
+                )
+            # substrax holds it as a Path: "/tmp//cache/" is written "/tmp/cache".
+            object.__setattr__(
+                self, "compilation_cache_dir", str(PurePosixPath(self.compilation_cache_dir))
             )
-        seen: dict[str, str] = {}
+        seen: dict[str, str | None] = {}
         for flag in self.xla_flags:
-            if not flag.startswith("--") or len(flag) < 3:
+            # As substrax splits a flag: "--name" or "--name=value", no whitespace anywhere;
+            # "--a" and "--a=" are two different values.
+            name, separator, value = flag.partition("=")
+            if not name.startswith("--") or name == "--" or any(c.isspace() for c in flag):
                 raise ValueError(f"XLA flag {flag!r} is not --name or --name=value")
-            name, _, value = flag.partition("=")
-            if name in seen and seen[name] != value:
+            given = value if separator else None
+            if name in seen and seen[name] != given:
                 raise ValueError(f"XLA flag {name} is set to two different values")
-            seen[name] = value
+            seen[name] = given
         if self.memory_fraction is not None and not 0 < self.memory_fraction <= 1:
             raise ValueError(
                 f"runtime memory_fraction must be in (0, 1], not {self.memory_fraction}"

@@ -1,4 +1,4 @@
-"""The published substrax, installed by ``scripts/install_substrax.sh``, and a project both tools run.
+"""The published substrax (``scripts/install_substrax.sh``) and a project both tools run.
 
 substrax 0.1.22 lives in an environment of its own (``~/.cache/x-tui-tests/substrax-0.1.22``, or
 ``$X_TUI_SUBSTRAX_HOME/substrax-0.1.22``), outside pytest's cache so clearing that cache costs no
@@ -137,8 +137,10 @@ commands = {{ writes = ["python", "scripts/hello.py"] }}
 timeout_seconds = 120
 
 [tool.substrax.compute.jobs.slow]
-commands = {{ sleeps = ["python", "-c", "import time; print('sleeping', flush=True); time.sleep(600)"] }}
 timeout_seconds = 900
+
+[tool.substrax.compute.jobs.slow.commands]
+sleeps = ["python", "-c", "import time; print('sleeping', flush=True); time.sleep(600)"]
 """
 
 

@@ -50,7 +50,8 @@ def test_a_run_substrax_submits_is_listed_followed_and_fetched_by_x_tui(
     assert done.returncode == 0, done.stderr
     run_id = submitted(done.stdout)
     handle = json.loads((shared.cli.runs / f"{run_id}.json").read_text())
-    assert handle["schema_version"] == 1 and "settings" not in handle
+    assert handle["schema_version"] == 1
+    assert "settings" not in handle
 
     listed = shared.cli("status")
     assert listed.returncode == 0, listed.stderr

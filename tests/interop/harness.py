@@ -65,7 +65,7 @@ if what == "resolve":
             config = read_compute_config(Path(case["project"]))
             spec = resolve_job(config, case["job"], project=Path(case["project"]))
             out[case["id"]] = {"ok": True, "spec": json.dumps(dump_record(spec))}
-        except (ValueError, LookupError, FileNotFoundError, TypeError) as error:
+        except Exception as error:  # substrax raises XlaFlagConflictError, not a ValueError
             out[case["id"]] = {"ok": False, "error": str(error).splitlines()[0:3]}
 elif what == "store":
     from substrax.compute.backend import RunStore

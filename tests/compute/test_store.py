@@ -160,7 +160,7 @@ def test_a_substrax_01_handle_takes_the_projects_current_settings(tmp_path: Path
     assert store.load(run_id).settings == {"state_dir": "/bb"}  # the project's settings now
     assert handle_json(handle) == text  # written back byte for byte
     pyproject.write_text("[tool.other]\n")
-    with pytest.raises(BadRecordError, match="settings from the project, as substrax 0.1.x"):
+    with pytest.raises(BadRecordError, match=r"settings from the project, as substrax 0\.1\.x"):
         store.load(run_id)
     pyproject.unlink()
     assert store.load(run_id).settings == {}  # no pyproject: an empty configuration
@@ -197,7 +197,8 @@ def test_a_version_1_handle_x_tui_writes_keeps_its_settings_in_a_side_record(
     side.write_text('{"run_id": "other-20260919T120000Z-3f9a1c", "settings": {}}')
     assert "not x-tui's record" in store.read_all().unreadable[path]
     store.delete(handle.run_id)
-    assert not path.exists() and not side.exists()
+    assert not path.exists()
+    assert not side.exists()
 
 
 def test_a_handle_of_an_unknown_version_is_named_unreadable(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ import pytest
 from tests.interop.harness import Substrax, shared_project
 from x_tui.compute.config import read_compute_config, resolve_request
 from x_tui.compute.errors import UserError
-from x_tui.compute.overlays import substrax_blockers
+from x_tui.compute.overlays import overlay_fix, substrax_blockers
 from x_tui.compute.records import dumps_compact
 
 TASK = 'commands = { a = ["python", "-c", "pass"] }\n'
@@ -230,3 +230,62 @@ def test_both_readers_give_the_same_verdict_and_spec_bytes(
         assert ours["spec"] == theirs["spec"]
         table = read_compute_config(projects[case.id]).jobs[case.name]
         assert substrax_blockers(table) == ()
+
+
+FIXES = [case for case in CASES if case.extension]
+
+
+@pytest.fixture(scope="module")
+def fixed(
+    substrax_installed: Path, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[dict[str, Path], dict[str, Any]]:
+    """Each extension case with ``x-tui check``'s fix applied, read by substrax."""
+    root = tmp_path_factory.mktemp("fixed")
+    projects: dict[str, Path] = {}
+    for case in FIXES:
+        project = write_case(root, case)
+        table = read_compute_config(project).jobs[case.name]
+        blockers = substrax_blockers(table)
+        fix = overlay_fix(case.name, blockers)
+        split = fix.index(f"[tool.x-tui.jobs.{case.name}]")
+        blocked = {blocker.key.split(".")[0] for blocker in blockers}
+        kept = [
+            line
+            for line in case.job.splitlines()
+            if line.split(" = ")[0].split(".")[0] not in blocked
+        ]
+        (project / "pyproject.toml").write_text(
+            '[project]\nname = "t"\nversion = "0"\n\n[tool.substrax.compute]\n\n'
+            + "\n".join([fix[0], *kept, *fix[1:split]])
+            + "\n\n"
+            + "\n".join(fix[split:])
+            + "\n"
+        )
+        projects[case.id] = project
+    tools: Substrax = shared_project(
+        tmp_path_factory.mktemp("fixed-reader"), substrax_installed, pycache=root
+    )
+    answer = tools.api(
+        {
+            "what": "resolve",
+            "cases": [
+                {"id": case.id, "project": str(projects[case.id]), "job": case.name}
+                for case in FIXES
+            ],
+        }
+    )
+    return projects, answer
+
+
+@pytest.mark.parametrize("case", FIXES, ids=lambda case: case.id)
+def test_the_fix_check_prints_makes_the_job_runnable_by_substrax_with_the_same_spec(
+    case: Case, fixed: tuple[dict[str, Path], dict[str, Any]]
+) -> None:
+    projects, answer = fixed
+    ours = x_tui_reads(projects[case.id], case.name)
+    assert ours["ok"], ours
+    assert answer[case.id]["ok"], (
+        answer[case.id],
+        (projects[case.id] / "pyproject.toml").read_text(),
+    )
+    assert answer[case.id]["spec"] == ours["spec"]

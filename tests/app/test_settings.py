@@ -52,6 +52,14 @@ def test_a_value_of_the_wrong_type_keeps_the_default(tmp_path: Path) -> None:
     assert all(str(path) in problem for problem in settings.problems)
 
 
+def test_handle_version_is_a_known_setting_checked_for_1_or_2(tmp_path: Path) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text("handle_version = 1\n", encoding="utf-8")
+    assert load_settings(path).problems == ()
+    path.write_text("handle_version = 3\n", encoding="utf-8")
+    assert load_settings(path).problems == (f"{path}: handle_version: expected 1 or 2, got 3",)
+
+
 def test_a_file_that_is_not_toml_is_reported_not_raised(tmp_path: Path) -> None:
     path = tmp_path / "config.toml"
     path.write_text("theme = \n", encoding="utf-8")

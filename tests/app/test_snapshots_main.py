@@ -72,7 +72,7 @@ def still_app(state_dir: Path, project: Path) -> XTuiApp:
     )
     keep_final_states(state_dir, final)
     broken = state_dir / "compute" / "runs" / "lost-20260917T080000Z-e5e5e5.json"
-    broken.write_text('{"schema_version": 1}', encoding="utf-8")
+    broken.write_text('{"schema_version": 7}', encoding="utf-8")
     return make_app(project, clock=NOW.timestamp, poll=False)
 
 

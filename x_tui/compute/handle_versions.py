@@ -46,13 +46,9 @@ class HandleChoice:
     reason: str
 
     def describe(self) -> str:
-        """``version 1 (substrax 0.1.x reads it): the project locks substrax 0.1.22``."""
-        what = (
-            "substrax 0.1.x reads it; settings kept in x-tui's side record"
-            if self.version == SUBSTRAX_01_HANDLE_VERSION
-            else "settings frozen in the handle"
-        )
-        return f"version {self.version} ({what}): {self.reason}"
+        """``version 1 (substrax 0.1.x's): the project locks substrax 0.1.22``."""
+        what = " (substrax 0.1.x's)" if self.version == SUBSTRAX_01_HANDLE_VERSION else ""
+        return f"version {self.version}{what}: {self.reason}"
 
 
 def settings_file() -> Path:
@@ -129,7 +125,7 @@ def choose_handle_version(project: Path, *, config: Path | None = None) -> Handl
     if locked is not None and _SUBSTRAX_01.match(locked):
         return HandleChoice(
             version=SUBSTRAX_01_HANDLE_VERSION,
-            reason=f"the project locks substrax {locked} (uv.lock){suffix}",
+            reason=f"the project locks substrax {locked}{suffix}",
         )
     if locked is not None:
         return HandleChoice(

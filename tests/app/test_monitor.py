@@ -114,14 +114,14 @@ def test_a_record_that_cannot_be_read_is_posted_with_its_reason(
     runs.mkdir(parents=True)
     started(poll=False)
     inbox.wait_for(lambda m: isinstance(m, RunsChanged) and m.complete, "the first read")
-    (runs / "bad-20260919T120000Z-cccccc.json").write_text('{"schema_version": 1}')
+    (runs / "bad-20260919T120000Z-cccccc.json").write_text('{"schema_version": 7}')
     message = inbox.wait_for(
         lambda m: isinstance(m, RunsChanged) and bool(m.stored.unreadable), "the bad record"
     )
     assert isinstance(message, RunsChanged)
     [(path, reason)] = message.stored.unreadable.items()
     assert path.name == "bad-20260919T120000Z-cccccc.json"
-    assert "version 1" in reason
+    assert "version 7" in reason
 
 
 @pytest.mark.slow

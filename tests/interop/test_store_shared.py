@@ -13,6 +13,17 @@ import time
 from pathlib import Path
 
 from tests.interop.harness import Substrax
+from x_tui.compute.backend import RunState
+from x_tui.compute.operations import backend_for
+from x_tui.compute.store import RunStore, SettingsOrigin, handle_json
+
+
+def without_seconds(manifest: str) -> object:
+    """A manifest's JSON with each task's measured seconds taken out."""
+    data = json.loads(manifest)
+    for task in data["tasks"]:
+        task.pop("seconds")
+    return data
 
 
 def wait_for(predicate: object, what: str, seconds: float = 60.0) -> None:
@@ -75,6 +86,16 @@ def test_a_run_substrax_submits_is_listed_followed_and_fetched_by_x_tui(
     ).read_bytes()
     # x-tui never rewrote substrax's handle.
     assert json.loads((shared.cli.runs / f"{run_id}.json").read_text()) == handle
+
+    # x-tui's API: the handle as read, its settings the project's, written back byte for byte.
+    store = RunStore(shared.cli.runs)
+    loaded = store.load(run_id)
+    assert loaded.settings == {"python": str(shared.home / "bin" / "python")}
+    assert store.settings_origin(loaded) is SettingsOrigin.PROJECT
+    assert handle_json(loaded) == (shared.cli.runs / f"{run_id}.json").read_text()
+    backend = backend_for(loaded)
+    assert backend.status(loaded) is RunState.SUCCEEDED
+    assert "[writes] hello from the task" in list(backend.logs(loaded, follow=False))
 
 
 def test_a_run_substrax_submits_is_cancelled_by_x_tui(shared: Substrax) -> None:
@@ -145,6 +166,16 @@ def test_a_run_x_tui_submits_is_listed_logged_fetched_by_substrax(
     )
     assert records["spec"] == (run_dir / "spec.json").read_text()
     assert records["manifest"] == (run_dir / "outputs" / "manifest.json").read_text()
+
+    # The same job submitted by each tool: the same spec bytes, the same manifest but seconds.
+    their_dir = Path(
+        json.loads((shared.cli.runs / f"{substrax_run}.json").read_text())["details"]["run_dir"]
+    )
+    assert (their_dir / "spec.json").read_bytes() == (run_dir / "spec.json").read_bytes()
+    wait_for(lambda: substrax_line(shared, substrax_run).endswith("  succeeded"), "their run")
+    assert without_seconds((their_dir / "outputs" / "manifest.json").read_text()) == (
+        without_seconds((run_dir / "outputs" / "manifest.json").read_text())
+    )
 
 
 def test_a_run_x_tui_submits_is_cancelled_by_substrax(shared: Substrax) -> None:

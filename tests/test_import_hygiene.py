@@ -91,6 +91,7 @@ def _loaded(modules: set[str], prefixes: tuple[str, ...]) -> list[str]:
 VERBS = {
     "jobs": ["jobs"],
     "jobs --json": ["jobs", "--json"],
+    "check": ["check"],
     "plan": ["plan", "hello"],
     "run": ["run", "hello"],
     "run --detach": ["run", "hello", "--detach"],

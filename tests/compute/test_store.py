@@ -288,3 +288,20 @@ def test_eight_processes_writing_and_reading_at_once_never_tear_or_lose_a_record
     assert stored.unreadable == {}
     assert len(stored.handles) == PROCESSES * ROUNDS + 1
     assert sorted(path.name for path in tmp_path.iterdir() if not path.name.endswith(".json")) == []
+
+
+def test_a_substrax_01_handle_naming_an_enormous_pyproject_is_named_not_read(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    with (project / "pyproject.toml").open("wb") as file:
+        file.truncate(5 << 20)  # sparse: 5 MiB of nothing
+    store = RunStore(tmp_path / "runs")
+    run_id = "contract-20260919T120000Z-3f9a1c"
+    store.root.mkdir()
+    path = store.root / f"{run_id}.json"
+    path.write_text(json.dumps(_substrax_01_handle(run_id, project)))
+    stored = store.read_all()
+    assert stored.handles == ()
+    assert "is over 4194304 bytes" in stored.unreadable[path]

@@ -46,6 +46,9 @@ READABLE_HANDLE_VERSIONS = (SUBSTRAX_01_HANDLE_VERSION, HANDLE_VERSION)
 SIDE_RECORD_LIMIT = 1 << 20
 """The most bytes of a settings side record read."""
 
+PYPROJECT_LIMIT = 4 << 20
+"""The largest pyproject.toml a version 1 handle's settings are read from (the handle names it)."""
+
 STATE_DIR_ENV = "SUBSTRAX_STATE_DIR"
 """Overrides the directory runs are kept in (shared with substrax)."""
 
@@ -380,6 +383,10 @@ def project_settings(project: Path, backend: str) -> dict[str, JsonValue]:
         stat = path.stat()
     except OSError:
         return {}
+    if stat.st_size > PYPROJECT_LIMIT:
+        raise RecordError(
+            f"{SettingsOrigin.PROJECT.describe()}, but {path} is over {PYPROJECT_LIMIT} bytes"
+        )
     key = (str(path), stat.st_mtime_ns, stat.st_size, backend)
     if key not in _PROJECT_SETTINGS:
         try:

@@ -36,6 +36,7 @@ from x_tui.compute import run_processes
 
 _POLL_SECONDS = 0.05
 _KILL_ROUNDS = 20
+_EXEC_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -87,10 +88,25 @@ def start_detached(
             close_fds=True,
         )
     # Read the start time before anything can reap the process: a zombie still has it.
-    info = process_info(process.pid)
+    info = _exec_finished(process)
     start_time = info.start_time if info is not None else ""
     threading.Thread(target=process.wait, name=f"x-tui-reap-{process.pid}", daemon=True).start()
     return process.pid, start_time
+
+
+def _exec_finished(process: subprocess.Popen[bytes]) -> ProcessInfo | None:
+    """What the system says about a process just started, once its new command line shows.
+
+    ``Popen`` can return while the kernel is still setting up the new program, when
+    ``/proc/<pid>/cmdline`` and ``environ`` read empty; the worker would then not yet be
+    recognised, and a ``status`` at once would say failed.
+    """
+    deadline = time.monotonic() + _EXEC_WAIT_SECONDS
+    while True:
+        info = process_info(process.pid)
+        if info is None or info.zombie or info.command or time.monotonic() >= deadline:
+            return info
+        time.sleep(0.001)
 
 
 def process_info(pid: int) -> ProcessInfo | None:

@@ -226,40 +226,55 @@ def end_strays(keep: int) -> None:
         return
     me = os.getpid()
     for _ in range(_KILL_ROUNDS):
+        _reap_adopted(me, keep)
         strays = [pid for pid in _descendants(me) if pid != keep]
-        live = [pid for pid in strays if (proc_stat(pid) or ("X",))[0] not in ("Z", "X")]
-        _reap(me, keep)
-        if not live:
+        if not strays:
             return
-        for pid in live:
+        for pid in strays:
             _kill(pid, signal.SIGKILL)
         time.sleep(_POLL_SECONDS)
-    _reap(me, keep)
+    _reap_adopted(me, keep)
 
 
-def _reap(parent: int, keep: int) -> None:
-    """Reap the exited children of ``parent`` that it adopted (all but ``keep``)."""
-    for pid in process_ids():
-        stat = proc_stat(pid)
-        if pid != keep and stat is not None and stat[1] == parent and stat[0] in ("Z", "X"):
+def _reap_adopted(parent: int, keep: int) -> None:
+    """Reap the exited children of ``parent`` (this process) but ``keep``; live ones stay."""
+    for pid in _children(parent):
+        if pid != keep:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)
 
 
 def _descendants(root: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for pid in process_ids():
-        stat = proc_stat(pid)
-        if stat is not None:
-            children.setdefault(stat[1], []).append(pid)
     found: list[int] = []
-    pending = list(children.get(root, ()))
+    pending = _children(root)
     while pending:
         pid = pending.pop()
         if pid not in found:
             found.append(pid)
-            pending.extend(children.get(pid, ()))
+            pending.extend(_children(pid))
     return found
+
+
+def _children(pid: int) -> list[int]:
+    """Process ``pid``'s children: from its threads' ``children`` files, else from every stat."""
+    task = _PROC / str(pid) / "task"
+    try:
+        threads = os.listdir(task)
+    except OSError:
+        return []
+    found: list[int] = []
+    listed = False
+    for thread in threads:
+        try:
+            with open(task / thread / "children", "rb") as file:
+                found.extend(int(child) for child in file.read().split())
+            listed = True
+        except (OSError, ValueError):
+            continue
+    if listed:
+        return found
+    # A kernel without CONFIG_PROC_CHILDREN: every process's parent, from its stat.
+    return [child for child in process_ids() if (proc_stat(child) or ("", -1))[1] == pid]
 
 
 def process_ids() -> list[int]:

@@ -25,6 +25,7 @@ import os
 import re
 import secrets
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -44,6 +45,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _KILL_ROUNDS = 20
 _POLL_SECONDS = 0.02
 _SUBREAPER = False  # set once by become_subreaper()
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def new_marker(run_id: str) -> str:
@@ -69,10 +71,18 @@ def read_marker(run_dir: Path, run_id: str) -> str | None:
     A run that substrax started has none: its processes carry no marker.
     """
     try:
-        with (run_dir / MARKER_FILE).open("rb") as file:
-            raw = file.read(_MARKER_CAP + 1)
+        # Never blocks (a FIFO put there) nor follows a link; reads a regular file only.
+        fd = os.open(run_dir / MARKER_FILE, os.O_RDONLY | os.O_NONBLOCK | _NOFOLLOW)
     except OSError:
         return None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return None
+        raw = os.read(fd, _MARKER_CAP + 1)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
     try:
         marker = raw.decode("ascii")
     except UnicodeDecodeError:
@@ -96,11 +106,11 @@ def proc_stat(pid: int) -> tuple[str, int, int, str] | None:
         is no such process or its record cannot be read.
     """
     try:
-        stat = (_PROC / str(pid) / "stat").read_bytes()
+        record = (_PROC / str(pid) / "stat").read_bytes()
     except OSError:
         return None
     # The command name (field 2) is in parentheses and may hold anything, ')' included.
-    fields = stat[stat.rfind(b")") + 2 :].split()
+    fields = record[record.rfind(b")") + 2 :].split()
     if len(fields) < 20:
         return None
     try:

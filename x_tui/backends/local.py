@@ -28,7 +28,10 @@ random nonce kept in ``<run_dir>/process-marker``; see :mod:`x_tui.compute.run_p
 :meth:`LocalBackend.cancel` finds and stops them all, even after the worker is gone. A run reads
 as running while any of its processes lives: a run whose worker was killed while a task (or
 something a task started) keeps running is running, not failed, until :meth:`LocalBackend.cancel`
-stops what is left or it ends; a cancelled run reads as cancelled once nothing of it runs.
+stops what is left or it ends; a cancelled run reads as cancelled once nothing of it runs. A run
+substrax started carries no marker: only its worker (and, through its session or process group,
+what is still below it) is found. A process that clears its environment and leaves the worker's
+tree cannot be tied to the run once the worker is gone.
 
 What this module must never do: follow a symbolic link out of a run's outputs, or signal a process
 it has not proven to be the run's (see :mod:`x_tui.backends.local_process`).

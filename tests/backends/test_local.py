@@ -24,6 +24,7 @@ from x_tui.compute.manifest import (
     load_manifest,
     write_manifest,
 )
+from x_tui.compute import run_processes
 from x_tui.compute.records import dumps_compact
 from x_tui.compute.registry import load_backend
 from x_tui.compute.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
@@ -185,42 +186,55 @@ def test_a_manifest_written_while_liveness_is_checked_reads_as_succeeded(
     outputs = backend.run_files(handle).outputs
     real_is_worker = local_process.is_worker
 
-    def worker_finishes_during_the_check(pid: int, *, run_id: str, start_time: str | None) -> bool:
+    def worker_finishes_during_the_check(run: local_process.RunProcesses) -> bool:
         write_manifest(outputs, finished_manifest("race", "sleeps"))
-        local_process.kill_session(pid)  # returns once no process of the session is left running
-        return real_is_worker(pid, run_id=run_id, start_time=start_time)
+        local_process.kill_session(run.pid)  # returns once no process of the session is left
+        return real_is_worker(run)
 
     monkeypatch.setattr(local_process, "is_worker", worker_finishes_during_the_check)
     assert backend.status(handle) is RunState.SUCCEEDED
+
+
+def worker_like(run_dir: Path) -> list[str]:
+    """A process whose arguments are those of ``run_dir``'s worker, as substrax starts it."""
+    return [
+        sys.executable,
+        "-c",
+        "import time; time.sleep(600)",
+        "--spec",
+        str(run_dir / "spec.json"),
+        "--outputs",
+        str(run_dir / "outputs"),
+    ]
 
 
 def test_a_reused_pid_does_not_read_as_the_worker(tmp_path: Path) -> None:
     run_id = new_run_id("reused")
     run_dir = tmp_path / run_id
     run_dir.mkdir()
-    stranger = subprocess.Popen(
-        [sys.executable, "-c", "import time; time.sleep(600)", run_id], start_new_session=True
-    )
+    worker = subprocess.Popen(worker_like(run_dir), start_new_session=True)
     try:
-        info = local_process.process_info(stranger.pid)
+        info = local_process.process_info(worker.pid)
         assert info is not None
         backend = LocalBackend({"state_dir": str(tmp_path)})
-        same_start = local_handle(run_id, run_dir, stranger.pid, start_time=info.start_time)
-        other_start = local_handle(run_id, run_dir, stranger.pid, start_time="1")
+        same_start = local_handle(run_id, run_dir, worker.pid, start_time=info.start_time)
+        other_start = local_handle(run_id, run_dir, worker.pid, start_time="1")
         assert backend.status(same_start) is RunState.RUNNING
         assert backend.status(other_start) is RunState.FAILED
-        unrelated = local_handle(new_run_id("other"), run_dir, stranger.pid, start_time=None)
+        other_dir = tmp_path / new_run_id("other")
+        other_dir.mkdir()
+        unrelated = local_handle(other_dir.name, other_dir, worker.pid, start_time=None)
         assert backend.status(unrelated) is RunState.FAILED
     finally:
-        stranger.kill()
-        stranger.wait()
+        worker.kill()
+        worker.wait()
 
 
 def test_without_proc_the_worker_is_recognised_and_cancelled_through_ps(
     project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """What macOS and the BSDs get: start times, liveness and cancel from ``ps`` alone."""
-    monkeypatch.setattr(local_process, "_PROC", tmp_path / "no-proc")
+    monkeypatch.setattr(run_processes, "_PROC", tmp_path / "no-proc")
     (project / "scripts" / "sleeps.py").write_text(
         "import time\nprint('sleeping', flush=True)\ntime.sleep(600)\n"
     )

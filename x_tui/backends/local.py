@@ -23,8 +23,18 @@ Without ``python`` the worker runs on ``<project>/.venv/bin/python`` if it exist
 ``uv run --no-sync --project <project> python`` if the project has a ``uv.lock`` and ``uv`` is
 on ``PATH``, else on the interpreter running x-tui.
 
+Every process a run starts carries the run's marker in its environment (``X_TUI_RUN``, with a
+random nonce kept in ``<run_dir>/process-marker``; see :mod:`x_tui.compute.run_processes`), so
+:meth:`LocalBackend.cancel` finds and stops them all, even after the worker is gone. A run reads
+as running while any of its processes lives: a run whose worker was killed while a task (or
+something a task started) keeps running is running, not failed, until :meth:`LocalBackend.cancel`
+stops what is left or it ends; a cancelled run reads as cancelled once nothing of it runs. A run
+substrax started carries no marker: only its worker (and, through its session or process group,
+what is still below it) is found. A process that clears its environment and leaves the worker's
+tree cannot be tied to the run once the worker is gone.
+
 What this module must never do: follow a symbolic link out of a run's outputs, or signal a process
-it has not recognised as the run's worker (pid, start time and run id in its command line).
+it has not proven to be the run's (see :mod:`x_tui.backends.local_process`).
 """
 
 from __future__ import annotations
@@ -54,12 +64,13 @@ from x_tui.compute.backend import (
     new_run,
     stage_run,
 )
-from x_tui.compute.errors import BadRecordError, ConfigError
+from x_tui.compute.errors import BadRecordError, ConfigError, ProviderError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
 from x_tui.compute.records import JsonValue, RecordError
 from x_tui.compute.retries import write_retries_file
+from x_tui.compute.run_processes import MARKER_VARIABLE, new_marker, read_marker, write_marker
 from x_tui.compute.secrets import SecretValues
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir
@@ -128,8 +139,7 @@ class _Run:
 
     run_id: str
     run_dir: Path
-    pid: int
-    start_time: str | None
+    processes: local_process.RunProcesses
 
 
 class LocalBackend:
@@ -216,12 +226,15 @@ class LocalBackend:
         retries = write_retries_file(run_dir, table)
         interpreter = default_interpreter(run.project, self.settings.python)
         command = worker_command(interpreter, run_dir=run_dir, project=run.project, retries=retries)
+        marker = new_marker(run.run_id)
         try:
+            # Kept before anything starts: every process of the run can be found from then on.
+            write_marker(run_dir, marker)
             pid, start_time = local_process.start_detached(
                 command,
                 cwd=run.project,
                 log=run_dir / WORKER_LOG,
-                env=_worker_environment(secrets),
+                env=_worker_environment(secrets, marker=marker),
             )
         except OSError as error:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -240,20 +253,27 @@ class LocalBackend:
         """Where the run is: from its manifest, its ``cancelled`` marker and its worker.
 
         Liveness is checked before the manifest is read: a worker that writes its last manifest
-        and exits between the two reads as succeeded, never as failed.
+        and exits between the two reads as succeeded, never as failed. A run without a finished
+        manifest is running while any process proven to be its own lives (its worker, or what a
+        killed worker left behind), cancelled once it was cancelled and nothing of it runs, and
+        failed otherwise.
 
         Raises:
             BadRecordError: If the handle's details or the manifest cannot be read; the message
                 names the file.
         """
         run = _run_of(handle)
-        alive = self._alive(run)
+        worker_alive = local_process.is_worker(run.processes)
         manifest = _manifest(run)
         if manifest is not None and manifest.finished:
             return RunState.SUCCEEDED if manifest.succeeded else RunState.FAILED
+        # The worker was gone before the manifest was read, so the manifest is its last word;
+        # only then are the run's other processes looked for (a scan of every process).
+        if worker_alive or self._alive(run):
+            return RunState.RUNNING
         if (run.run_dir / CANCELLED).exists():
             return RunState.CANCELLED
-        return RunState.RUNNING if alive else RunState.FAILED
+        return RunState.FAILED
 
     def logs(self, handle: RunHandle, *, follow: bool) -> Iterator[str]:
         """The worker's output lines, without line endings, each task's prefixed ``[<task>] ``.
@@ -326,38 +346,38 @@ class LocalBackend:
         return target
 
     def cancel(self, handle: RunHandle) -> None:
-        """Stop the run and mark it cancelled; a final run is left as it is.
+        """Stop every process of the run and mark it cancelled; a final run is left as it is.
 
-        Touches ``<run_dir>/cancelled``, sends SIGTERM to the worker's process group, waits up
-        to the grace period for the worker to stop its task, then kills every process left in
-        the worker's session (its tasks' grandchildren too). Calling it again does nothing.
+        Touches ``<run_dir>/cancelled``, sends SIGTERM to the worker's process group and to every
+        other process carrying the run's marker (``setsid`` grandchildren, tasks a killed worker
+        left behind), waits up to the grace period, then kills what is left, the worker's whole
+        session included. Only processes proven to be the run's are signalled. Two cancels at
+        once both return once nothing of the run runs, or both raise; calling it again after
+        that does nothing.
 
         Raises:
             BadRecordError: If the handle's details or the manifest cannot be read.
+            ExceptionGroup: Of one :class:`ProviderError` naming the processes still running
+                after SIGKILL and the grace period (one the system will not let go of, such as
+                one stuck in the kernel).
         """
         if self.status(handle).is_final:
             return
         run = _run_of(handle)
         (run.run_dir / CANCELLED).touch()
-        info = local_process.process_info(run.pid)
-        if not self._alive(run) or info is None:
-            return
-        leads_session = info.session == run.pid
-        local_process.terminate_group(run.pid)
-        local_process.wait_until_gone(
-            run.pid,
-            run_id=run.run_id,
-            start_time=run.start_time,
-            seconds=self.cancel_grace_seconds,
-        )
-        if leads_session:
-            local_process.kill_session(run.pid)
-        else:
-            # A substrax worker leads only its process group, inside the submitter's session.
-            local_process.kill_group(run.pid)
-        local_process.wait_until_gone(
-            run.pid, run_id=run.run_id, start_time=run.start_time, seconds=self.cancel_grace_seconds
-        )
+        survivors = local_process.stop(run.processes, grace=self.cancel_grace_seconds)
+        if survivors:
+            count = len(survivors)
+            listed = ", ".join(str(pid) for pid in survivors[:10])
+            raise ExceptionGroup(
+                f"cancel of {run.run_id}",
+                [
+                    ProviderError(
+                        f"{count} process{'' if count == 1 else 'es'} of the run still "
+                        f"run{'s' if count == 1 else ''} after SIGKILL (pid {listed})"
+                    )
+                ],
+            )
 
     def run_files(self, handle: RunHandle) -> RunFiles:
         """The run's worker log and outputs directory on this machine."""
@@ -420,15 +440,17 @@ class LocalBackend:
         del request
 
     def _alive(self, run: _Run) -> bool:
-        return local_process.is_worker(run.pid, run_id=run.run_id, start_time=run.start_time)
+        return bool(local_process.members(run.processes))
 
 
-def _worker_environment(secrets: SecretValues | None = None) -> dict[str, str]:
+def _worker_environment(secrets: SecretValues | None = None, *, marker: str) -> dict[str, str]:
     env = dict(os.environ)
     # x-tui's own virtual environment is not the project's; the interpreter is chosen explicitly.
     env.pop("VIRTUAL_ENV", None)
     # The worker's environment is its tasks' base layer; a secret reaches them only this way.
     env.update(secrets or {})
+    # Every process of the run inherits it, and so can be found and stopped.
+    env[MARKER_VARIABLE] = marker
     return env
 
 
@@ -445,12 +467,13 @@ def _run_of(handle: RunHandle) -> _Run:
             f"run {handle.run_id}: a local run's handle needs a decimal 'pid' and a 'run_dir' "
             f"in its details, not {dict(details)!r}"
         )
-    return _Run(
-        run_id=handle.run_id,
-        run_dir=Path(run_dir),
+    processes = local_process.RunProcesses(
         pid=int(pid),
+        run_dir=Path(run_dir),
         start_time=details.get("start_time") or None,
+        marker=read_marker(Path(run_dir), handle.run_id),
     )
+    return _Run(run_id=handle.run_id, run_dir=Path(run_dir), processes=processes)
 
 
 def _manifest(run: _Run) -> JobManifest | None:

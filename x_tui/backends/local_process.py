@@ -1,9 +1,20 @@
-"""The processes of the local backend: start a detached worker, recognise it later, stop it.
+"""The local backend's processes: start a detached worker, recognise a run's processes, stop them.
 
 A worker is started in a session of its own, so closing x-tui, its terminal or the SSH connection
 never stops it, and it is reaped by a daemon thread, so a long-running TUI leaves no zombies.
-A worker is recognised by its pid, its start time (so a reused pid is not mistaken for it) and
-the run id in its command line. Linux answers from ``/proc``; elsewhere ``ps`` does.
+
+A process is only ever taken for one of a run's, and signalled, on proof:
+
+- a process carrying the run's marker (see :mod:`x_tui.compute.run_processes`) in its
+  environment belongs to it: the worker, its tasks and everything they started, ``setsid``
+  grandchildren and tasks a killed worker left behind included (Linux, same user only);
+- the worker's pid counts only while the process there runs this run's worker: its arguments
+  hold ``--spec <run_dir>/spec.json`` and ``--outputs <run_dir>/outputs``, it carries the marker
+  where one is known and ``/proc`` shows it, and it started when the handle says, if it says.
+  A process that merely mentions the run id (a pager, ``sleep 1000 # <run_id>``) is never one.
+
+Linux answers from ``/proc``; elsewhere ``ps`` does, and only the worker's pid and its process
+group can be found.
 
 This module never reads or writes a run's files; ``local.py`` does.
 """
@@ -11,6 +22,7 @@ This module never reads or writes a run's files; ``local.py`` does.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
@@ -20,8 +32,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-_PROC = Path("/proc")
+from x_tui.compute import run_processes
+
 _POLL_SECONDS = 0.05
+_KILL_ROUNDS = 20
+_EXEC_WAIT_SECONDS = 5.0
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -34,12 +49,14 @@ class ProcessInfo:
             ``/proc``, or ``ps``'s ``lstart`` text).
         session: Its session id; ``None`` when the system does not say.
         command: Its command line, arguments joined by spaces.
+        argv: Its arguments one by one; ``None`` when the system gives only ``command``.
     """
 
     zombie: bool
     start_time: str
     session: int | None
     command: str
+    argv: tuple[str, ...] | None = None
 
 
 def start_detached(
@@ -71,38 +88,51 @@ def start_detached(
             close_fds=True,
         )
     # Read the start time before anything can reap the process: a zombie still has it.
-    info = process_info(process.pid)
+    info = _exec_finished(process)
     start_time = info.start_time if info is not None else ""
     threading.Thread(target=process.wait, name=f"x-tui-reap-{process.pid}", daemon=True).start()
     return process.pid, start_time
+
+
+def _exec_finished(process: subprocess.Popen[bytes]) -> ProcessInfo | None:
+    """What the system says about a process just started, once its new command line shows.
+
+    ``Popen`` can return while the kernel is still setting up the new program, when
+    ``/proc/<pid>/cmdline`` and ``environ`` read empty; the worker would then not yet be
+    recognised, and a ``status`` at once would say failed.
+    """
+    deadline = time.monotonic() + _EXEC_WAIT_SECONDS
+    while True:
+        info = process_info(process.pid)
+        if info is None or info.zombie or info.command or time.monotonic() >= deadline:
+            return info
+        time.sleep(0.001)
 
 
 def process_info(pid: int) -> ProcessInfo | None:
     """What the system says about process ``pid``; ``None`` when there is no such process."""
     if pid <= 0:
         return None
-    if _PROC.joinpath("self", "stat").exists():
+    if run_processes.has_proc():
         return _proc_info(pid)
     return _ps_info(pid)
 
 
 def _proc_info(pid: int) -> ProcessInfo | None:
-    base = _PROC / str(pid)
-    try:
-        stat = (base / "stat").read_bytes()
-        raw_command = (base / "cmdline").read_bytes()
-    except (FileNotFoundError, ProcessLookupError, PermissionError):
+    stat = run_processes.proc_stat(pid)
+    raw_command = run_processes.proc_cmdline(pid)
+    if stat is None or raw_command is None:
         return None
-    # The command name (field 2) is in parentheses and may hold anything, ')' included.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    if len(fields) < 20:
-        return None
-    command = raw_command.rstrip(b"\0").replace(b"\0", b" ").decode("utf-8", "replace")
+    state, _parent, session, start_time = stat
+    argv = tuple(
+        part.decode("utf-8", "replace") for part in raw_command.removesuffix(b"\0").split(b"\0")
+    )
     return ProcessInfo(
-        zombie=fields[0] in (b"Z", b"X"),
-        start_time=fields[19].decode("ascii"),
-        session=int(fields[3]),
-        command=command,
+        zombie=state in ("Z", "X"),
+        start_time=start_time,
+        session=session,
+        command=" ".join(argv),
+        argv=argv,
     )
 
 
@@ -133,35 +163,119 @@ def _ps_info(pid: int) -> ProcessInfo | None:
     )
 
 
-def is_worker(pid: int, *, run_id: str, start_time: str | None) -> bool:
-    """Whether process ``pid`` is the live worker of run ``run_id``.
+@dataclass(frozen=True, kw_only=True, slots=True)
+class RunProcesses:
+    """What proves a process to be one of a run's.
 
-    Args:
+    Attributes:
         pid: The worker's pid, as the handle records it.
-        run_id: The run; its worker's command line holds it (through the run directory).
-        start_time: The start time the handle records; ``None`` for a handle written by
-            substrax, which records none, so only the command line is checked.
+        run_dir: The run's directory; the worker's arguments name files in it.
+        start_time: The worker's start time the handle records; ``None`` for a handle written by
+            substrax, which records none.
+        marker: The run's process marker; ``None`` for a run x-tui did not start.
+    """
+
+    pid: int
+    run_dir: Path
+    start_time: str | None
+    marker: str | None
+
+
+def is_worker(run: RunProcesses) -> bool:
+    """Whether process ``run.pid`` is the live worker of the run (see the module).
 
     Returns:
         ``True`` when the process exists, has not exited, started when the handle says (if it
-        says) and runs this run's worker.
+        says), runs this run's worker and, where the marker is known and ``/proc`` shows it,
+        carries the marker.
     """
-    info = process_info(pid)
+    info = process_info(run.pid)
     if info is None or info.zombie:
         return False
-    if start_time and info.start_time != start_time:
+    if run.start_time and info.start_time != run.start_time:
         return False
-    return run_id in info.command
+    if not _runs_worker_of(info, run.run_dir):
+        return False
+    if run.marker is not None and run_processes.has_proc():
+        return run_processes.carries_marker(run.pid, run.marker)
+    return True
 
 
-def wait_until_gone(pid: int, *, run_id: str, start_time: str | None, seconds: float) -> bool:
-    """Wait up to ``seconds`` for the worker to end.
+def _runs_worker_of(info: ProcessInfo, run_dir: Path) -> bool:
+    pairs = (("--spec", str(run_dir / "spec.json")), ("--outputs", str(run_dir / "outputs")))
+    if info.argv is None:  # ps gives one line, its arguments joined by spaces
+        padded = f" {info.command} "
+        return all(f" {flag} {value} " in padded for flag, value in pairs)
+    argv = info.argv
+    found = set(itertools.pairwise(argv))
+    return all(pair in found for pair in pairs)
+
+
+def members(run: RunProcesses) -> list[int]:
+    """The live processes proven to be the run's: those carrying its marker, and its worker.
 
     Returns:
-        Whether it has ended.
+        Their pids, the worker's first when it lives.
     """
+    found = run_processes.marked_processes(run.marker) if run.marker is not None else []
+    if is_worker(run):
+        return [run.pid, *(pid for pid in found if pid != run.pid)]
+    return found
+
+
+def stop(run: RunProcesses, *, grace: float) -> list[int]:
+    """Stop every process of the run: SIGTERM, up to ``grace`` seconds, then SIGKILL.
+
+    The worker's group gets SIGTERM first (the worker then stops its task, leaving its manifest
+    unfinished), then every other marked process. What is left after the grace period gets
+    SIGKILL, and so does every process of the worker's session when the worker leads one (a
+    task's child that cleared its environment stays in it). Each process is signalled only once
+    proven the run's, at the moment it is signalled; safe to call from two places at once.
+
+    Args:
+        run: The run's proofs.
+        grace: Seconds to wait after SIGTERM, and again after SIGKILL.
+
+    Returns:
+        The pids still running afterwards (empty when everything stopped).
+    """
+    worker = process_info(run.pid) if is_worker(run) else None
+    leads_session = worker is not None and worker.session == run.pid
+    if worker is not None:
+        terminate_group(run.pid)
+    _signal_all(run, signal.SIGTERM)
+    if _wait_until_none(run, grace):
+        return []
+    if leads_session:
+        kill_session(run.pid)
+    elif worker is not None:
+        # A substrax worker leads only its process group, inside the submitter's session.
+        kill_group(run.pid)
+    for _ in range(_KILL_ROUNDS):
+        if not _signal_all(run, signal.SIGKILL):
+            break
+        time.sleep(_POLL_SECONDS)
+    _wait_until_none(run, grace)
+    return members(run)
+
+
+def _signal_all(run: RunProcesses, signum: int) -> bool:
+    """Signal each proven process of the run; whether there was any."""
+    pids = members(run)
+    for pid in pids:
+        run_processes.signal_proven(pid, signum, lambda candidate: _proven(run, candidate))
+    return bool(pids)
+
+
+def _proven(run: RunProcesses, pid: int) -> bool:
+    if run.marker is not None and run_processes.carries_marker(pid, run.marker):
+        return True
+    return pid == run.pid and is_worker(run)
+
+
+def _wait_until_none(run: RunProcesses, seconds: float) -> bool:
     deadline = time.monotonic() + seconds
-    while is_worker(pid, run_id=run_id, start_time=start_time):
+    while members(run):
         if time.monotonic() >= deadline:
             return False
         time.sleep(_POLL_SECONDS)
@@ -185,7 +299,7 @@ def kill_session(leader: int, *, rounds: int = 20) -> None:
         leader: The session's id, which is the worker's pid.
         rounds: How many times to scan for processes forked while the scan ran.
     """
-    if not _PROC.joinpath("self", "stat").exists():
+    if not run_processes.has_proc():
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(leader, signal.SIGKILL)
         return
@@ -206,11 +320,9 @@ def kill_group(leader: int) -> None:
 
 
 def _session_members(session: int) -> list[int]:
-    members = []
-    for entry in _PROC.iterdir():
-        if not entry.name.isdigit():
-            continue
-        info = _proc_info(int(entry.name))
-        if info is not None and not info.zombie and info.session == session:
-            members.append(int(entry.name))
-    return members
+    found = []
+    for pid in run_processes.process_ids():
+        stat = run_processes.proc_stat(pid)
+        if stat is not None and stat[0] not in ("Z", "X") and stat[2] == session:
+            found.append(pid)
+    return found

@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from x_tui.compute.run_processes import end_strays
+
 TERM_GRACE_SECONDS = 3.0
 """How long a task may take to end after the worker forwards SIGTERM, before SIGKILL."""
 
@@ -256,6 +258,7 @@ class Child:
         pgid = self._process.pid
         if _has_exited(self._process):  # before the limit: a child that ended in time did
             _signal_group(pgid, signal.SIGKILL)  # whatever it left running in its group
+            end_strays(keep=pgid)  # and outside it (setsid), once the worker is their subreaper
             self._returncode = self._process.wait()
             self._drain_end = time.monotonic() + DRAIN_SECONDS
             return

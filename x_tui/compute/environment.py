@@ -1,8 +1,10 @@
 """What a task or the device probe runs with: its environment variables and its command.
 
 The environment is built in substrax's three layers: the worker's own variables without any
-``JAX_*`` or ``XLA_*``, then the job's ``env``, then the job's JAX runtime settings. A leading
-``"python"`` in a task's command becomes the worker's interpreter.
+``JAX_*`` or ``XLA_*``, then the job's ``env``, then the job's JAX runtime settings. The run's
+process marker (``X_TUI_RUN``), when the worker has one, is kept over anything the job's ``env``
+says, so every process of the run can be found and stopped. A leading ``"python"`` in a task's
+command becomes the worker's interpreter.
 
 Standard library only, for Python 3.10 and later: it ships inside the worker zipapp. It never
 starts a process.
@@ -13,6 +15,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
+from x_tui.compute.run_processes import MARKER_VARIABLE
 from x_tui.compute.spec import JaxRuntime
 
 OUTPUT_DIR_VARIABLE = "AVITAI_OUTPUT_DIR"
@@ -35,7 +38,8 @@ def child_environment(
             ``XLA_*`` variable in it is dropped.
 
     Returns:
-        The variables, with the runtime's ``XLA_FLAGS`` merged by flag name into any ``env`` gave.
+        The variables, with the runtime's ``XLA_FLAGS`` merged by flag name into any ``env`` gave,
+        and the base's run marker (``X_TUI_RUN``), if any, whatever ``env`` says.
 
     Raises:
         EnvironmentConflict: If an XLA flag gets two values, or ``memory_fraction`` meets an
@@ -46,6 +50,9 @@ def child_environment(
         name: value for name, value in source.items() if not name.startswith(("JAX_", "XLA_"))
     }
     result.update(env)
+    marker = source.get(MARKER_VARIABLE)
+    if marker is not None:
+        result[MARKER_VARIABLE] = marker
     inherited = result.get("XLA_PYTHON_CLIENT_MEM_FRACTION")
     if runtime.memory_fraction is not None and inherited is not None:
         raise EnvironmentConflict(

@@ -27,6 +27,7 @@ _MODULES = (
     "compute/probe.py",
     "compute/children.py",
     "compute/environment.py",
+    "compute/run_processes.py",
     "compute/attempts.py",
     "compute/echo.py",
 )

@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from x_tui.backends.local_files import read_output
 from x_tui.backends.skypilot import listing
 from x_tui.backends.skypilot.settings import CopySettings
 from x_tui.backends.skypilot.task import REMOTE_RUNS, cluster_name
@@ -37,6 +36,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME
+from x_tui.compute.outputs import read_output
 from x_tui.compute.records import JsonValue, write_atomic
 from x_tui.compute.spec import JobSpec, MountAccess
 from x_tui.compute.store import RunHandle

@@ -217,3 +217,33 @@ def test_the_worker_records_a_foreign_spec_it_cannot_run_and_exits_2_cleanly(
         ("t", TaskStatus.FAILED, None)
     ]
     assert (outputs / "t" / "stderr.log").read_text().strip() == reason
+
+
+def test_a_task_whose_directory_cannot_be_made_fails_and_the_worker_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    project = tmp_path / "project"
+    project.mkdir()
+    blocker = (
+        "import os, pathlib;"
+        " pathlib.Path(os.environ['AVITAI_OUTPUT_DIR'], '..', 'b').write_text('')"
+    )
+    spec = JobSpec(
+        name="job",
+        tasks=(
+            Task(name="a", argv=("python", "-c", blocker), timeout_seconds=60),
+            Task(name="b", argv=("python", "-c", "pass"), timeout_seconds=60),
+            Task(name="c", argv=("python", "-c", "pass"), timeout_seconds=60),
+        ),
+        timeout_seconds=120,
+    )
+
+    manifest = run_job(spec, project=project, outputs=tmp_path / "out")
+
+    assert manifest.finished
+    assert [(t.name, t.status, t.returncode) for t in manifest.tasks] == [
+        ("a", TaskStatus.SUCCEEDED, 0),
+        ("b", TaskStatus.FAILED, None),
+        ("c", TaskStatus.SUCCEEDED, 0),
+    ]
+    assert "[b] x-tui worker: task 'b' cannot run: " in capsys.readouterr().err

@@ -168,7 +168,11 @@ def _run_task(job: _Job, task: Task, attempts: AttemptsFile | None) -> TaskOutco
     while True:
         budget = min(task.timeout_seconds, job.deadline - time.monotonic())
         if budget > 0:
-            attempt = _run_attempt(job, task, argv, budget, echoes)
+            try:
+                attempt = _run_attempt(job, task, argv, budget, echoes)
+            except OSError as error:  # its directory or logs cannot be made: it cannot run
+                echoes[1].line(f"x-tui worker: task {task.name!r} cannot run: {error}")
+                attempt = Attempt(TaskStatus.FAILED, None, 0.0)
         else:
             task_dir.mkdir(parents=True, exist_ok=True)
             for name in _LOGS:

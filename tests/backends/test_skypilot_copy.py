@@ -272,3 +272,21 @@ def test_a_run_whose_cluster_went_before_anyone_fetched_it_says_its_outputs_are_
     fake.down(handle.details["cluster"])
     with pytest.raises(ProviderError, match=r"is gone, and with it the run's outputs"):
         backend.status(handle)
+
+
+def test_a_sparse_output_is_fetched_sparse(fake: FakeSky, project: Path, tmp_path: Path) -> None:
+    sparse = (
+        "import os, pathlib; out = pathlib.Path(os.environ['AVITAI_OUTPUT_DIR']);"
+        " big = open(out / 'big.bin', 'wb'); big.write(b'head'); big.truncate(4 << 30)"
+    )
+    backend = make_backend(fake, tmp_path)
+    handle, state = finished(backend, project, job(("sparse", ("python", "-c", sparse))))
+    assert state is RunState.SUCCEEDED
+
+    fetched = backend.fetch(handle, tmp_path / "fetched")
+
+    copy = fetched / "sparse" / "big.bin"
+    assert copy.stat().st_size == 4 << 30
+    assert copy.stat().st_blocks * 512 < 16 << 20, "rsync must keep the holes"
+    with copy.open("rb") as data:
+        assert data.read(4) == b"head"

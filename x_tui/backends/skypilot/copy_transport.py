@@ -270,7 +270,7 @@ class CopyTransport:
             run_tool(
                 [
                     *shlex.split(self.rsync),
-                    "-rt",
+                    "-rtS",  # S: a sparse output stays sparse here
                     "-e",
                     ssh,
                     f"{cluster}:{self._remote_dir(handle)}/",

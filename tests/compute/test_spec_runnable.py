@@ -82,6 +82,8 @@ REFUSED = [
         "JAX_COMPILATION_CACHE_DIR",
     ),
     ("extra with NUL", {"extras": ("cu\0da",)}, "extra"),
+    ("argument past MAX_ARG_STRLEN", {"argv": ("python", "x" * 131072)}, "131071 bytes"),
+    ("env value past MAX_ARG_STRLEN", {"env": {"A": "é" * 65536}}, "131072 bytes long"),
 ]
 
 

@@ -27,6 +27,9 @@ _MATMUL_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32",
 MAX_NAME_LENGTH = 200
 """The longest job or task name: each becomes a directory (a job's with its run id's suffix)."""
 
+MAX_PROCESS_TEXT_BYTES = 32 * 4096
+"""Linux's ``MAX_ARG_STRLEN``: one argument or ``NAME=value``, with its NUL, is shorter."""
+
 MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
 """The longest job or task budget, a year: beyond it no run is meant, and timers overflow."""
 
@@ -72,23 +75,29 @@ def _check_length(kind: str, name: str) -> None:
 
 
 def check_process_text(what: str, text: str) -> None:
-    """Refuse text that no process can be given: a NUL byte, or what the OS cannot encode.
+    """Refuse text that no process can be given: a NUL byte, no bytes, or too many bytes.
 
     Args:
         what: What the text is (``task 't' argv[1]``), for the message.
         text: An argument, an environment variable's name or value, or a path.
 
     Raises:
-        ValueError: If ``text`` holds a NUL byte or a lone surrogate that has no bytes.
+        ValueError: If ``text`` holds a NUL byte or a lone surrogate that has no bytes, or is
+            :data:`MAX_PROCESS_TEXT_BYTES` bytes or longer.
     """
     if "\0" in text:
         raise ValueError(f"{what} {_shown(text)} holds a NUL byte, which no process can be given")
     try:
-        text.encode("utf-8", "surrogateescape")
+        size = len(text.encode("utf-8", "surrogateescape"))
     except UnicodeEncodeError:
         raise ValueError(
             f"{what} {_shown(text)} holds a lone surrogate, which has no bytes"
         ) from None
+    if size >= MAX_PROCESS_TEXT_BYTES:
+        raise ValueError(
+            f"{what} {_shown(text)} is {size} bytes long; a process is given at most"
+            f" {MAX_PROCESS_TEXT_BYTES - 1} bytes in one argument or variable"
+        )
 
 
 def check_environment_name(name: str) -> None:
@@ -419,6 +428,7 @@ class JobSpec:
                 check_environment_name(name)
             if isinstance(value, str):
                 check_process_text(f"env {name!r} value", value)
+                check_process_text(f"env {name!r} with its value", f"{name}={value}")
         for variable, value in self.runtime.environment().items():
             check_process_text(f"runtime setting {variable}", value)
         for flag in self.runtime.xla_flags:

@@ -36,7 +36,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME
-from x_tui.compute.outputs import read_output
+from x_tui.compute.outputs import OutputTooLargeError, read_output
 from x_tui.compute.records import JsonValue, write_atomic
 from x_tui.compute.spec import JobSpec, MountAccess
 from x_tui.compute.store import RunHandle
@@ -354,6 +354,11 @@ class CopyTransport:
             return None
         if code == listing.EXIT_REFUSED:
             raise ValueError(f"{relative!r} is a link or not a regular file of the run's outputs")
+        if code == listing.EXIT_TOO_LARGE:
+            raise OutputTooLargeError(
+                f"{relative!r} in the run's outputs is larger than the {listing.READ_LIMIT} bytes"
+                " read of it; fetch the run to read it whole"
+            )
         self._remote(handle, "read", normal)  # raises, with the message
         return None
 

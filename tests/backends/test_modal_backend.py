@@ -17,6 +17,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.errors import BackendUnavailableError, BadRecordError, ProviderError
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME
+from x_tui.compute.outputs import OutputTooLargeError
 from x_tui.compute.resources import parse_accelerators
 from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 from x_tui.compute.store import RunHandle
@@ -451,3 +452,25 @@ def test_a_read_only_mount_of_a_missing_volume_is_refused_not_created(
         backend.submit(spec, project=project)
     assert not fake.volume("ds").exists()
     assert fake.volume("runs").is_dir()
+
+
+def test_fetch_keeps_a_sparse_output_sparse_and_a_peek_is_bounded(
+    backend: ModalBackend, project: Path, fake: FakeModal, tmp_path: Path
+) -> None:
+    handle = backend.submit(_spec("writes"), project=project)
+    assert wait_until_final(backend, handle) is RunState.SUCCEEDED
+    volume = fake.module.Volume.from_name("runs")
+    big = volume.directory / handle.run_id / "writes" / "big.bin"
+    with big.open("wb") as data:
+        data.write(b"head")
+        data.truncate(256 << 20)
+
+    fetched = backend.fetch(handle, tmp_path / "fetched")
+
+    copy = fetched / "writes" / "big.bin"
+    assert copy.stat().st_size == 256 << 20
+    assert copy.stat().st_blocks * 512 < 1 << 20, "zero chunks must stay holes"
+    with copy.open("rb") as data:
+        assert data.read(4) == b"head"
+    with pytest.raises(OutputTooLargeError):
+        backend.peek(handle, "writes/big.bin")

@@ -8,6 +8,7 @@ up. The sandbox keeps the system, the project and the inputs read-only, and can 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot import SkyPilotBackend, listing
 from x_tui.backends.skypilot.copy_transport import CopyTransport, FetchMismatch
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import ProviderError
@@ -272,3 +273,38 @@ def test_a_run_whose_cluster_went_before_anyone_fetched_it_says_its_outputs_are_
     fake.down(handle.details["cluster"])
     with pytest.raises(ProviderError, match=r"is gone, and with it the run's outputs"):
         backend.status(handle)
+
+
+def test_a_sparse_output_is_fetched_sparse(fake: FakeSky, project: Path, tmp_path: Path) -> None:
+    sparse = (
+        "import os, pathlib; out = pathlib.Path(os.environ['AVITAI_OUTPUT_DIR']);"
+        " big = open(out / 'big.bin', 'wb'); big.write(b'head'); big.truncate(4 << 30)"
+    )
+    backend = make_backend(fake, tmp_path)
+    handle, state = finished(backend, project, job(("sparse", ("python", "-c", sparse))))
+    assert state is RunState.SUCCEEDED
+
+    fetched = backend.fetch(handle, tmp_path / "fetched")
+
+    copy = fetched / "sparse" / "big.bin"
+    assert copy.stat().st_size == 4 << 30
+    assert copy.stat().st_blocks * 512 < 16 << 20, "rsync must keep the holes"
+    with copy.open("rb") as data:
+        assert data.read(4) == b"head"
+
+
+def test_the_remote_read_refuses_fifos_and_links_and_bounds_what_it_sends(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "outputs"
+    (root / "t").mkdir(parents=True)
+    (root / "t" / "stdout.log").write_bytes(b"x" * 100)
+    os.mkfifo(root / "t" / "pipe")
+    (root / "t" / "link").symlink_to(root / "t" / "stdout.log")
+
+    assert listing.read(str(root), "t/stdout.log") == b"x" * 100
+    assert listing.read(str(root), "t/pipe") == listing.EXIT_REFUSED
+    assert listing.read(str(root), "t/link") == listing.EXIT_REFUSED
+    assert listing.read(str(root), "t/none") == listing.EXIT_MISSING
+    monkeypatch.setattr(listing, "READ_LIMIT", 99)
+    assert listing.read(str(root), "t/stdout.log") == listing.EXIT_TOO_LARGE

@@ -122,6 +122,40 @@ CONFIG_CASES = [
         job=f'{VALID_JOB}\nruntime = {{ matmul_precision = "ultra" }}',
         says=(FILE, "matmul_precision", "'ultra'"),
     ),
+    # What the worker could not run (run and plan alike).
+    *(
+        Bad(
+            f"{case} ({verb})",
+            job=job,
+            says=(FILE, *says),
+            argv=(verb, "bad", "--backend", "local"),
+        )
+        for verb in ("run", "plan")
+        for case, job, says in (
+            ("env name with =", f'{VALID_JOB}\nenv = {{ "A=B" = "x" }}', ("env name 'A=B'",)),
+            ("empty env name", f'{VALID_JOB}\nenv = {{ "" = "x" }}', ("env name ''",)),
+            ("NUL in an env name", f'{VALID_JOB}\nenv = {{ "A\\u0000" = "x" }}', ("NUL",)),
+            ("NUL in an env value", f'{VALID_JOB}\nenv = {{ A = "x\\u0000y" }}', ("'A'", "NUL")),
+            (
+                "NUL in argv",
+                'commands = { t = ["python", "-c", "pass\\u0000"] }\ntimeout_seconds = 60',
+                ("commands.t", "argv[2]", "NUL"),
+            ),
+            ("timeout 1e308", f"{VALID_TASKS}\ntimeout_seconds = 1e308", ("1e+308",)),
+            ("timeout inf", f"{VALID_TASKS}\ntimeout_seconds = inf", ("inf",)),
+            ("timeout nan", f"{VALID_TASKS}\ntimeout_seconds = nan", ("nan",)),
+            (
+                "task timeout past a year",
+                f"{VALID_JOB}\ntask_timeout_seconds = 40000000",
+                ("commands.t", "4e+07", "366 days"),
+            ),
+            (
+                "NUL in a mount path",
+                _mount(path="/da\u0000ta"),
+                ("mount path", "NUL"),
+            ),
+        )
+    ),
     # Bad mount paths.
     Bad("mount path relative", job=_mount(path="data"), says=(FILE, "mount path 'data'")),
     Bad("mount path dot-relative", job=_mount(path="./data"), says=(FILE, "'./data'")),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from x_tui.compute.manifest import JobManifest
+from x_tui.compute.outputs import list_output_dir
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import check_name
 from x_tui.compute.worker import ATTEMPTS_DIR, ATTEMPTS_NAME
@@ -127,20 +128,18 @@ def earlier_attempts(
 
 
 def attempt_dirs(outputs: Path, task: str) -> tuple[int, ...]:
-    """The earlier attempts whose logs are kept under ``<outputs>/attempts/<task>/``, in order."""
-    try:
-        entries = list((outputs / ATTEMPTS_DIR / task).iterdir())
-    except OSError:
-        return ()
-    return tuple(sorted(int(entry.name) for entry in entries if entry.name.isdigit()))
+    """The earlier attempts whose logs are kept under ``<outputs>/attempts/<task>/``, in order.
+
+    Read by the outputs' rule: a link among them (or in their place) is not followed.
+    """
+    check_name("task", task)
+    names = list_output_dir(outputs, f"{ATTEMPTS_DIR}/{task}")
+    return tuple(sorted(int(name) for name in names if name.isdigit() and name.isascii()))
 
 
 def kept_attempts(outputs: Path) -> dict[str, tuple[int, ...]]:
     """Each task's attempt numbers whose logs are kept under ``<outputs>/attempts/``."""
-    try:
-        tasks = [entry.name for entry in (outputs / ATTEMPTS_DIR).iterdir() if entry.is_dir()]
-    except OSError:
-        return {}
+    tasks = list_output_dir(outputs, ATTEMPTS_DIR)
     kept: dict[str, tuple[int, ...]] = {}
     for task in tasks:
         try:

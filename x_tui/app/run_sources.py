@@ -30,6 +30,7 @@ from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME, RunFiles
 from x_tui.compute.errors import UserError
 from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
+from x_tui.compute.outputs import output_file, read_output
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import JobSpec, check_name, read_job_spec
 from x_tui.compute.store import RunHandle, backend_state_dir
@@ -109,12 +110,13 @@ class RunReader:
         """One file of the run's outputs, or ``None`` when it cannot be read (yet).
 
         Raises:
-            UserError: If the backend cannot be built or did not answer in time.
+            UserError: If the backend cannot be built or did not answer in time, or the file is
+                a link, a special file or too large (:mod:`x_tui.compute.outputs`' rule).
         """
         outputs = self.outputs_dir()
         if outputs is not None:
             try:
-                return (outputs / relative).read_bytes()
+                return read_output(outputs, relative)
             except OSError:
                 return None
         return self.service.peek(self.handle, relative)
@@ -138,7 +140,8 @@ class RunReader:
         try:
             manifest_bytes = self.read(MANIFEST_NAME)
         except Exception as error:  # a provider's failure is reported, never raised to the UI
-            return RunSnapshot(manifest_problem=_reason(error), source=source, reachable=False)
+            reachable = self.outputs_dir() is not None  # here, but refused by the outputs' rule
+            return RunSnapshot(manifest_problem=_reason(error), source=source, reachable=reachable)
         manifest: JobManifest | None = None
         problem: str | None = None
         if manifest_bytes is not None:
@@ -227,7 +230,8 @@ class RunReader:
             attempt: An earlier attempt's number; ``None`` for the latest.
 
         Returns:
-            The file (it may not exist yet), or ``None`` when the log cannot be read here.
+            The file (it may not exist yet), or ``None`` when the log cannot be read here or is
+            a link or special file (:func:`~x_tui.compute.outputs.output_file`).
 
         Raises:
             ValueError: If the task name or stream is not one a run can have.
@@ -238,7 +242,7 @@ class RunReader:
         relative = _log_relative(task, stream, attempt)
         outputs = self.outputs_dir()
         if outputs is not None:
-            return outputs / relative
+            return output_file(outputs, relative)
         return self.refresh_peeked(relative)
 
     def refresh_peeked(self, relative: str) -> Path | None:

@@ -32,6 +32,7 @@ from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, RunState
 from x_tui.compute.errors import ConfigError, UserError
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.operations import JobList, Project, RunPlan
+from x_tui.compute.outputs import OutsideOutputsError, read_output
 from x_tui.compute.store import RunHandle, RunStore, StoredRuns, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
 
@@ -337,12 +338,9 @@ class Service:
         """
         files = self.run_files(handle)
         if files is not None:
-            path = files.outputs / relative
-            if not path.resolve().is_relative_to(files.outputs.resolve()):
-                return None
             try:
-                return path.read_bytes()
-            except (FileNotFoundError, IsADirectoryError, NotADirectoryError):
+                return read_output(files.outputs, relative)
+            except (OSError, OutsideOutputsError):
                 return None
         backend = self.backend(handle)
         if Capability.PEEK not in capabilities_of(backend):

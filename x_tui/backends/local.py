@@ -48,7 +48,6 @@ from pathlib import Path
 from typing import Final
 
 from x_tui.backends import local_machine, local_process
-from x_tui.backends.local_files import UnsafeOutputsError, copy_outputs, read_output
 from x_tui.backends.local_plan import (
     NAME,
     OUTPUTS,
@@ -68,6 +67,7 @@ from x_tui.compute.errors import BadRecordError, ConfigError, ProviderError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
+from x_tui.compute.outputs import UnsafeOutputsError, copy_outputs, read_output
 from x_tui.compute.records import JsonValue, RecordError
 from x_tui.compute.retries import write_retries_file
 from x_tui.compute.run_processes import MARKER_VARIABLE, new_marker, read_marker, write_marker

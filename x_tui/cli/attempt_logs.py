@@ -17,13 +17,14 @@ under ``fetch_root()/<run_id>``. Log lines are untrusted and go through the same
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Protocol, cast
 
 from x_tui.cli.output import escaped, log_writer, say
 from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, capabilities_of
 from x_tui.compute.errors import BadRecordError, UserError
 from x_tui.compute.operations import fetch_root
+from x_tui.compute.outputs import OutputTooLargeError, OutsideOutputsError, read_output
 from x_tui.compute.records import RecordError
 from x_tui.compute.retries import ATTEMPTS_DIR, ATTEMPTS_NAME, AttemptEntry, parse_attempts
 from x_tui.compute.store import RunHandle
@@ -78,11 +79,8 @@ def outputs_reader(backend: ComputeBackend, handle: RunHandle) -> tuple[Reader, 
 
 def _directory_reader(root: Path) -> Reader:
     def read(path: str) -> bytes | None:
-        target = root.joinpath(*PurePosixPath(path).parts)
         try:
-            if target.is_symlink() or not target.is_file():
-                return None
-            return target.read_bytes()
+            return read_output(root, path)
         except OSError:
             return None
 
@@ -135,7 +133,12 @@ def print_attempts(backend: ComputeBackend, handle: RunHandle) -> bool:
         else:
             folder = f"{ATTEMPTS_DIR}/{entry.task}/{entry.attempt}"
         for stream in STREAMS:
-            data = read(f"{folder}/{stream}.log")
+            try:
+                data = read(f"{folder}/{stream}.log")
+            except (OutsideOutputsError, OutputTooLargeError) as error:
+                say(f"-- {stream} --")
+                say(f"(not shown: {escaped(str(error))})")
+                continue
             if not data:
                 continue
             say(f"-- {stream} --")

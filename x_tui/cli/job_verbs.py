@@ -22,6 +22,7 @@ from x_tui.compute.operations import (
     plan_sweep,
     submit_run,
 )
+from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import dump_record
 from x_tui.compute.sweeps import SweepAxis, parse_sweep
 
@@ -147,14 +148,20 @@ def run(args: argparse.Namespace) -> int:
             configuration is refused.
     """
     axes = _axes(args)
+    destination = Path(args.into) if args.into else fetch_root()
     if axes:
         from x_tui.cli.sweep_verbs import run_sweep
 
         swept = plan_sweep(
             project_of(args), args.job, axes, backend=args.backend, accelerator=args.accelerator
         )
+        if not args.detach:
+            check_destination(destination)  # refused before anything is submitted
         return run_sweep(swept, detach=args.detach, into=args.into)
-    handle = submit_run(_plan(args))
+    planned = _plan(args)
+    if not args.detach:
+        check_destination(destination)  # refused before anything is submitted
+    handle = submit_run(planned)
     say(f"Submitted {handle.run_id} to {handle.backend}.")
     if args.detach:
         return EXIT_OK
@@ -163,6 +170,7 @@ def run(args: argparse.Namespace) -> int:
     if stopped is not None:
         return stopped
     state = backend.status(handle)
-    target = backend.fetch(handle, Path(args.into) if args.into else fetch_root())
+    check_destination(destination, handle.run_id)
+    target = backend.fetch(handle, destination)
     say(f"{handle.run_id} {state.value}; outputs in {escaped(str(target))}.")
     return EXIT_OK if state.value == "succeeded" else EXIT_FAILED

@@ -16,6 +16,7 @@ from x_tui.cli.output import complain, error_message, escaped, log_writer, print
 from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.errors import UserError
 from x_tui.compute.operations import backend_for, fetch_root, list_sweeps, load_sweep, sweep_of
+from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import JsonValue, format_datetime
 from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin
 from x_tui.compute.sweeps import Sweep, is_sweep_id, parameters_text
@@ -254,7 +255,9 @@ def fetch(args: argparse.Namespace) -> int:
         UserError: If the run has no readable handle or its backend cannot be rebuilt.
     """
     handle = RunStore().load(args.run_id)
-    target = backend_for(handle).fetch(handle, Path(args.into) if args.into else fetch_root())
+    destination = Path(args.into) if args.into else fetch_root()
+    check_destination(destination, handle.run_id)
+    target = backend_for(handle).fetch(handle, destination)
     say(f"Fetched {handle.run_id} to {escaped(str(target))}.")
     return EXIT_OK
 

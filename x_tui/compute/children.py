@@ -33,6 +33,7 @@ DRAIN_SECONDS = 1.0
 
 _CHUNK = 65536
 _POLL_SECONDS = 0.05  # only where the OS offers no pidfd to wait on
+_LONGEST_WAIT_SECONDS = 3600.0  # epoll takes at most INT_MAX ms; a longer limit waits in turns
 _STOP_SIGNALS = ("SIGTERM", "SIGINT", "SIGHUP")
 
 
@@ -279,7 +280,7 @@ class Child:
         timeout = None if self._killed else max(0.0, self._kill_at - now)
         if self._exit_fd is None:  # nothing wakes us when it exits: poll
             timeout = _POLL_SECONDS if timeout is None else min(timeout, _POLL_SECONDS)
-        return timeout
+        return None if timeout is None else min(timeout, _LONGEST_WAIT_SECONDS)
 
     def _copy(self, timeout: float | None) -> None:
         for key, _events in self._selector.select(timeout):

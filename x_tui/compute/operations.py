@@ -23,6 +23,7 @@ verbs that only read handles start fast.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -252,6 +253,9 @@ def plan_run(
     if name is None:
         raise ConfigError(f"{config.where()} no backend: pass --backend or set 'backend' here")
     settings = dict(config.backend_settings(name))
+    state_dir = settings.get("state_dir")
+    if isinstance(state_dir, str) and state_dir:  # frozen into the handle: never relative
+        settings["state_dir"] = os.path.normpath(os.path.join(root, state_dir))
     built = _build_backend(
         name, settings, where=config.where("backends", name), source=str(config.path)
     )

@@ -23,6 +23,15 @@ NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 
 _MATMUL_PRECISIONS = ("default", "high", "highest", "bfloat16", "tensorfloat32", "float32")
 
+MAX_NAME_LENGTH = 200
+"""The longest job or task name: each becomes a directory (a job's with its run id's suffix)."""
+
+MAX_PROCESS_TEXT_BYTES = 32 * 4096
+"""Linux's ``MAX_ARG_STRLEN``: one argument or ``NAME=value``, with its NUL, is shorter."""
+
+MAX_TIMEOUT_SECONDS = 366 * 24 * 3600.0
+"""The longest job or task budget, a year: beyond it no run is meant, and timers overflow."""
+
 
 def check_name(kind: str, name: str) -> None:
     """Refuse a name that is not one safe path component.
@@ -49,6 +58,63 @@ def _check_timeout(owner: str, seconds: float) -> None:
         raise ValueError(
             f"{owner} timeout must be a positive finite number of seconds, not {seconds}"
         )
+    if seconds > MAX_TIMEOUT_SECONDS:
+        raise ValueError(
+            f"{owner} timeout {seconds:g} s is beyond the longest budget a run may have,"
+            f" {MAX_TIMEOUT_SECONDS:.0f} s (366 days)"
+        )
+
+
+def _check_length(kind: str, name: str) -> None:
+    if len(name) > MAX_NAME_LENGTH:
+        raise ValueError(
+            f"{kind} name {name[:20]!r}... is {len(name)} characters long;"
+            f" at most {MAX_NAME_LENGTH} make a directory name"
+        )
+
+
+def check_process_text(what: str, text: str) -> None:
+    """Refuse text that no process can be given: a NUL byte, no bytes, or too many bytes.
+
+    Args:
+        what: What the text is (``task 't' argv[1]``), for the message.
+        text: An argument, an environment variable's name or value, or a path.
+
+    Raises:
+        ValueError: If ``text`` holds a NUL byte or a lone surrogate that has no bytes, or is
+            :data:`MAX_PROCESS_TEXT_BYTES` bytes or longer.
+    """
+    if "\0" in text:
+        raise ValueError(f"{what} {_shown(text)} holds a NUL byte, which no process can be given")
+    try:
+        size = len(text.encode("utf-8", "surrogateescape"))
+    except UnicodeEncodeError:
+        raise ValueError(
+            f"{what} {_shown(text)} holds a lone surrogate, which has no bytes"
+        ) from None
+    if size >= MAX_PROCESS_TEXT_BYTES:
+        raise ValueError(
+            f"{what} {_shown(text)} is {size} bytes long; a process is given at most"
+            f" {MAX_PROCESS_TEXT_BYTES - 1} bytes in one argument or variable"
+        )
+
+
+def check_environment_name(name: str) -> None:
+    """Refuse an environment variable name that no process can be given.
+
+    Raises:
+        ValueError: If ``name`` is empty, holds ``=`` or a NUL byte, or cannot be encoded.
+    """
+    if not name or "=" in name:
+        raise ValueError(
+            f"env name {_shown(name)} is empty or holds '=', which no environment can hold"
+        )
+    check_process_text("env name", name)
+
+
+def _shown(text: str) -> str:
+    shown = repr(text)
+    return shown if len(shown) <= 60 else shown[:57] + "..."
 
 
 def _check_unique(kind: str, values: Iterable[str]) -> None:
@@ -152,6 +218,8 @@ class Mount:
                 normalised directory below the root.
         """
         check_name("mount", self.name)
+        if isinstance(self.path, str):
+            check_process_text("mount path", self.path)
         if not isinstance(self.path, str):
             raise ValueError(
                 f"mount path {self.path!r} is not an absolute directory below the root"
@@ -304,8 +372,12 @@ class Task:
                 timeout is not a positive finite number.
         """
         check_name("task", self.name)
+        _check_length("task", self.name)
         if not self.argv:
             raise ValueError(f"task {self.name!r} has an empty argv")
+        for index, argument in enumerate(self.argv):
+            if isinstance(argument, str):
+                check_process_text(f"task {self.name!r} argv[{index}]", argument)
         _check_timeout(f"task {self.name!r}", self.timeout_seconds)
 
 
@@ -346,12 +418,30 @@ class JobSpec:
         if self.schema_version != JOB_SPEC_VERSION:
             raise ValueError(_version_message(self.schema_version))
         check_name("job", self.name)
+        _check_length("job", self.name)
         if not self.tasks:
             raise ValueError(f"job {self.name!r} needs at least one task")
         _check_timeout(f"job {self.name!r}", self.timeout_seconds)
         _check_unique("task name", (task.name for task in self.tasks))
         _check_unique("mount name", (mount.name for mount in self.mounts))
         _check_unique("mount path", (mount.path for mount in self.mounts))
+        self._check_process_texts()
+
+    def _check_process_texts(self) -> None:
+        """Refuse what the worker could not hand to a process: env, runtime and extras text."""
+        for name, value in self.env.items():
+            if isinstance(name, str):
+                check_environment_name(name)
+            if isinstance(value, str):
+                check_process_text(f"env {name!r} value", value)
+                check_process_text(f"env {name!r} with its value", f"{name}={value}")
+        for variable, value in self.runtime.environment().items():
+            check_process_text(f"runtime setting {variable}", value)
+        for flag in self.runtime.xla_flags:
+            check_process_text("XLA flag", flag)
+        for extra in self.extras:
+            if isinstance(extra, str):
+                check_process_text("extra", extra)
 
 
 def _version_message(version: object) -> str:

@@ -61,20 +61,24 @@ def default_state_dir() -> Path:
 
     Returns:
         ``$SUBSTRAX_STATE_DIR`` when set, else ``$XDG_STATE_HOME/substrax``, else
-        ``~/.local/state/substrax``.
+        ``~/.local/state/substrax``; always absolute (a relative variable is taken from the
+        current directory now), so no record stores a path that means another place elsewhere.
     """
     explicit = os.environ.get(STATE_DIR_ENV)
     if explicit:
-        return Path(explicit)
+        return Path(os.path.abspath(explicit))
     xdg = os.environ.get("XDG_STATE_HOME")
     if xdg:
-        return Path(xdg) / "substrax"
+        return Path(os.path.abspath(xdg)) / "substrax"
     return Path.home() / ".local" / "state" / "substrax"
 
 
 def backend_state_dir(state_dir: str | None, backend: str) -> Path:
-    """The directory a backend keeps its runs' local files in: ``<state_dir>/compute/<backend>``."""
-    root = Path(state_dir) if state_dir else default_state_dir()
+    """The directory a backend keeps its runs' local files in: ``<state_dir>/compute/<backend>``.
+
+    Always absolute: a relative ``state_dir`` is taken from the current directory.
+    """
+    root = Path(os.path.abspath(state_dir)) if state_dir else default_state_dir()
     return root / "compute" / backend
 
 

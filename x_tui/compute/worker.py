@@ -52,6 +52,7 @@ from x_tui.compute.environment import (
 )
 from x_tui.compute.manifest import (
     DEVICES_LOG,
+    MANIFEST_NAME,
     JobManifest,
     RunDevices,
     TaskOutcome,
@@ -59,7 +60,7 @@ from x_tui.compute.manifest import (
     write_manifest,
 )
 from x_tui.compute.records import RecordError
-from x_tui.compute.spec import JobSpec, Task, read_job_spec
+from x_tui.compute.spec import JobSpec, Task, check_name, read_job_spec
 
 __all__ = [
     "ATTEMPTS_DIR",
@@ -129,7 +130,7 @@ def _run_attempt(
             return Attempt(TaskStatus.FAILED, None, time.perf_counter() - started)
         try:
             process = start_child(argv, cwd=job.project, env=env)
-        except (OSError, subprocess.SubprocessError) as error:
+        except (OSError, ValueError, subprocess.SubprocessError) as error:
             message = f"{argv[0]} could not start: {error}\n".encode()
             _write_all(err_log, message)
             err_echo(message)
@@ -167,7 +168,11 @@ def _run_task(job: _Job, task: Task, attempts: AttemptsFile | None) -> TaskOutco
     while True:
         budget = min(task.timeout_seconds, job.deadline - time.monotonic())
         if budget > 0:
-            attempt = _run_attempt(job, task, argv, budget, echoes)
+            try:
+                attempt = _run_attempt(job, task, argv, budget, echoes)
+            except OSError as error:  # its directory or logs cannot be made: it cannot run
+                echoes[1].line(f"x-tui worker: task {task.name!r} cannot run: {error}")
+                attempt = Attempt(TaskStatus.FAILED, None, 0.0)
         else:
             task_dir.mkdir(parents=True, exist_ok=True)
             for name in _LOGS:
@@ -223,7 +228,7 @@ def _probe_devices(job: _Job) -> RunDevices | None:
         process = start_child([job.python, "-c", probe.PROGRAM], cwd=job.project, env=env)
     except EnvironmentConflict as error:
         return _probe_failed(job, log, f"{error}\n")
-    except (OSError, subprocess.SubprocessError) as error:
+    except (OSError, ValueError, subprocess.SubprocessError) as error:
         return _probe_failed(job, log, f"{job.python} could not start: {error}\n")
     out, err = bytearray(), bytearray()
     sinks = (_capped(out), _capped(err))
@@ -315,6 +320,72 @@ def run_job(
 class _BadInput(Exception):
     """A spec, retries file or directory the worker cannot use; exit 2 with one line."""
 
+    def __init__(self, message: str, spec_data: object = None) -> None:
+        super().__init__(message)
+        self.spec_data = spec_data
+        """The spec's parsed JSON when it was read, for the tasks the refusal is recorded on."""
+
+
+def _record_refusal(outputs: Path, spec_data: object, line: str) -> None:
+    """Keep why the worker ran nothing where the run is read: ``devices.log`` and the manifest.
+
+    The manifest lists every task of the spec whose job and task names can be read, each failed
+    without an exit code, its ``stderr.log`` holding ``line``; nothing is written over an
+    existing manifest, and nothing at all when the outputs cannot be written.
+    """
+    text = line + "\n"
+    try:
+        outputs.mkdir(parents=True, exist_ok=True)
+        (outputs / DEVICES_LOG).write_text(text, encoding="utf-8")
+        tasks = _named_tasks(spec_data)
+        if tasks is None or (outputs / MANIFEST_NAME).exists():
+            return
+        name, named = tasks
+        outcomes = []
+        for task_name, argv in named:
+            task_dir = outputs / task_name
+            task_dir.mkdir(exist_ok=True)
+            (task_dir / _LOGS[0]).write_bytes(b"")
+            (task_dir / _LOGS[1]).write_text(text, encoding="utf-8")
+            outcomes.append(
+                TaskOutcome(
+                    name=task_name,
+                    argv=argv,
+                    status=TaskStatus.FAILED,
+                    returncode=None,
+                    seconds=0.0,
+                    outputs=(),
+                )
+            )
+        write_manifest(outputs, JobManifest(job=name, tasks=tuple(outcomes), finished=True))
+    except (OSError, ValueError):
+        return
+
+
+def _named_tasks(data: object) -> tuple[str, list[tuple[str, tuple[str, ...]]]] | None:
+    """The job's name and each task's name and argv, from a spec that could not be read whole."""
+    if not isinstance(data, dict) or not isinstance(data.get("tasks"), list):
+        return None
+    try:
+        check_name("job", data.get("name", ""))
+        named: list[tuple[str, tuple[str, ...]]] = []
+        for task in data["tasks"]:
+            if not isinstance(task, dict):
+                return None
+            check_name("task", task.get("name", ""))
+            argv = task.get("argv")
+            shown = (
+                tuple(argv)
+                if isinstance(argv, list) and all(isinstance(item, str) for item in argv)
+                else ()
+            )
+            named.append((task["name"], shown))
+    except ValueError:
+        return None
+    if not named or len({task_name for task_name, _argv in named}) != len(named):
+        return None
+    return str(data["name"]), named
+
 
 def _read_json(path: Path, what: str) -> object:
     try:
@@ -323,26 +394,32 @@ def _read_json(path: Path, what: str) -> object:
         raise _BadInput(f"{path}: cannot read the {what}: {error}") from None
     try:
         return json.loads(text)
-    except ValueError as error:
+    except (ValueError, RecursionError) as error:
         raise _BadInput(f"{path}: the {what} is not JSON ({error})") from None
 
 
 def _load(args: argparse.Namespace) -> tuple[JobSpec, dict[str, int] | None]:
+    data = _read_json(args.spec, "job spec")
     try:
-        spec = read_job_spec(cast("Mapping[str, Any]", _read_json(args.spec, "job spec")))
-    except RecordError as error:
-        raise _BadInput(f"{args.spec}: {error}") from None
+        spec = read_job_spec(cast("Mapping[str, Any]", data))
+    except (RecordError, RecursionError) as error:
+        raise _BadInput(f"{args.spec}: {error}", data) from None
     retries = None
     if args.retries is not None:
-        table = _read_json(args.retries, "retries file")
+        try:
+            table = _read_json(args.retries, "retries file")
+        except _BadInput as error:
+            raise _BadInput(str(error), data) from None
         if not isinstance(table, dict):
-            raise _BadInput(f"{args.retries}: the retries file is not a JSON object of counts")
+            raise _BadInput(
+                f"{args.retries}: the retries file is not a JSON object of counts", data
+            )
         try:
             retries = check_retries(spec, table)
         except ValueError as error:
-            raise _BadInput(f"{args.retries}: {error}") from None
+            raise _BadInput(f"{args.retries}: {error}", data) from None
     if not args.project.is_dir():
-        raise _BadInput(f"--project {args.project}: not a directory")
+        raise _BadInput(f"--project {args.project}: not a directory", data)
     try:
         args.outputs.mkdir(parents=True, exist_ok=True)
     except OSError as error:
@@ -371,7 +448,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         spec, retries = _load(args)
     except _BadInput as error:
-        sys.stderr.write("x-tui worker: " + " ".join(str(error).split()) + "\n")
+        line = "x-tui worker: " + " ".join(str(error).split())
+        sys.stderr.write(line + "\n")
+        _record_refusal(args.outputs, error.spec_data, line)
         return 2
     # Whatever a task leaves behind, setsid grandchildren included, stays below the worker.
     run_processes.become_subreaper()

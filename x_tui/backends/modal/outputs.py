@@ -20,6 +20,7 @@ from typing import Any
 
 from x_tui.backends.modal.deadline import iterate_with_deadline
 from x_tui.compute.errors import ProviderError
+from x_tui.compute.outputs import READ_LIMIT, OutputTooLargeError
 
 
 def relative_path(path: str) -> PurePosixPath:
@@ -64,21 +65,33 @@ def _chunks(handle: Any, path: str, *, seconds: float) -> Iterator[bytes]:
     )
 
 
-def read_file(handle: Any, path: str, *, seconds: float) -> bytes | None:
+def read_file(handle: Any, path: str, *, seconds: float, limit: int = READ_LIMIT) -> bytes | None:
     """One file of a Volume, or ``None`` when it does not exist.
 
     Args:
         handle: The ``modal.Volume``.
         path: The file's path on the Volume.
         seconds: Each chunk's deadline.
+        limit: The most bytes kept, as every reader of outputs keeps at most
+            (:data:`~x_tui.compute.outputs.READ_LIMIT`).
 
     Raises:
         ProviderError: If a chunk did not come in time.
+        OutputTooLargeError: If the file holds more than ``limit`` bytes.
     """
     chunks: list[bytes] = []
+    size = 0
     try:
         for chunk in _chunks(handle, path, seconds=seconds):
+            size += len(chunk)
+            if size > limit:
+                raise OutputTooLargeError(
+                    f"{path!r} on the Volume is larger than the {limit} bytes read of it;"
+                    " fetch the run to read it whole"
+                )
             chunks.append(bytes(chunk))
+    except OutputTooLargeError:
+        raise
     except Exception as error:
         if _missing(error):
             return None
@@ -134,7 +147,11 @@ def download_run(
             target.parent.mkdir(parents=True, exist_ok=True)
             with target.open("wb") as out:
                 for chunk in _chunks(handle, remote, seconds=seconds):
-                    out.write(chunk)
+                    if bytes(chunk).count(0) == len(chunk):
+                        out.seek(len(chunk), os.SEEK_CUR)  # zeros stay a hole
+                    else:
+                        out.write(chunk)
+                out.truncate(out.tell())
         final = destination / run_id
         if final.is_symlink() or final.is_file():
             final.unlink()

@@ -27,7 +27,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
-from x_tui.backends.local_files import read_output
 from x_tui.backends.skypilot import listing
 from x_tui.backends.skypilot.settings import CopySettings
 from x_tui.backends.skypilot.task import REMOTE_RUNS, cluster_name
@@ -37,6 +36,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME
+from x_tui.compute.outputs import OutputTooLargeError, read_output
 from x_tui.compute.records import JsonValue, write_atomic
 from x_tui.compute.spec import JobSpec, MountAccess
 from x_tui.compute.store import RunHandle
@@ -270,7 +270,7 @@ class CopyTransport:
             run_tool(
                 [
                     *shlex.split(self.rsync),
-                    "-rt",
+                    "-rtS",  # S: a sparse output stays sparse here
                     "-e",
                     ssh,
                     f"{cluster}:{self._remote_dir(handle)}/",
@@ -354,6 +354,11 @@ class CopyTransport:
             return None
         if code == listing.EXIT_REFUSED:
             raise ValueError(f"{relative!r} is a link or not a regular file of the run's outputs")
+        if code == listing.EXIT_TOO_LARGE:
+            raise OutputTooLargeError(
+                f"{relative!r} in the run's outputs is larger than the {listing.READ_LIMIT} bytes"
+                " read of it; fetch the run to read it whole"
+            )
         self._remote(handle, "read", normal)  # raises, with the message
         return None
 

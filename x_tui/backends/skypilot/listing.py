@@ -22,6 +22,10 @@ EXIT_MISSING = 3
 """``read`` found no such file."""
 EXIT_REFUSED = 4
 """``read`` was asked for a path through a link, or for something not a regular file."""
+EXIT_TOO_LARGE = 5
+"""``read`` found a file larger than :data:`READ_LIMIT`; none of it was written."""
+READ_LIMIT = 64 << 20
+"""The most ``read`` writes of one file, as every reader of outputs keeps at most."""
 
 
 def _digest(path: str) -> str:
@@ -75,8 +79,19 @@ def read(root: str, relative: str) -> bytes | int:
             return EXIT_REFUSED
         if last and not stat.S_ISREG(mode):
             return EXIT_REFUSED
-    with open(path, "rb") as stream:
-        return stream.read()
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+    # Swapped for a link or a FIFO since it was looked at: refused, never followed or waited on.
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        return EXIT_MISSING
+    except OSError:
+        return EXIT_REFUSED
+    with os.fdopen(descriptor, "rb") as stream:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return EXIT_REFUSED
+        data = stream.read(READ_LIMIT + 1)
+    return EXIT_TOO_LARGE if len(data) > READ_LIMIT else data
 
 
 def main(argv: list[str]) -> int:

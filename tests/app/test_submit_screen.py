@@ -63,6 +63,30 @@ async def test_the_preview_shows_the_resolved_spec_and_where_it_runs(
 
 
 @asynchronous
+async def test_the_preview_says_which_handle_version_the_submit_writes_and_why(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    project = write_project(tmp_path / "sample", QUICK_JOB)
+    (project / "uv.lock").write_text(
+        'version = 1\n[[package]]\nname = "substrax"\nversion = "0.1.22"\n'
+        'source = { registry = "https://pypi.org/simple" }\n'
+    )
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await _open_submit(app, pilot, "quick", project)
+        text = screen_text(app)
+        row = next(line for line in text.splitlines() if "Handle" in line)
+        assert "version 1 (substrax 0.1.x's): the project locks substrax 0.1.22" in row
+        await pilot.press("enter")
+        await wait_until(pilot, lambda: bool(RunStore().read_all().handles), "the run")
+        [handle] = RunStore().read_all().handles
+        written = json.loads((RunStore().path_of(handle.run_id)).read_text())
+        assert written["schema_version"] == 1
+        assert "settings" not in written
+        assert handle.settings == {"python": sys.executable, "state_dir": None}
+
+
+@asynchronous
 async def test_typing_an_accelerator_plans_again_and_the_preview_follows(
     state_dir: Path, tmp_path: Path
 ) -> None:

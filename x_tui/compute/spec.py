@@ -286,9 +286,10 @@ class JaxRuntime:
                 + ", ".join(map(repr, _MATMUL_PRECISIONS))
             )
         if self.compilation_cache_dir is not None:
-            if not isinstance(self.compilation_cache_dir, str) or not PurePosixPath(
-                self.compilation_cache_dir
-            ).is_absolute():
+            if (
+                not isinstance(self.compilation_cache_dir, str)
+                or not PurePosixPath(self.compilation_cache_dir).is_absolute()
+            ):
                 raise ValueError(
                     f"runtime compilation_cache_dir {self.compilation_cache_dir!r} is not absolute"
                 )

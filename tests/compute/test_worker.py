@@ -161,16 +161,16 @@ def test_outputs_are_every_file_sorted_component_wise_without_the_top_level_logs
     assert outcome.outputs == ("a/stdout.log", "a/z.txt", "a-b/c.txt", "b.txt")
 
 
-def test_no_manifest_exists_during_the_first_task_and_the_next_sees_it_unfinished(
+def test_the_first_task_sees_a_manifest_with_the_devices_and_no_tasks_and_the_next_sees_it(
     project: Path, outputs: Path
 ) -> None:
     spec = job(
         task(
             "first",
             """
-            import os, pathlib
-            manifest = pathlib.Path(os.environ["AVITAI_OUTPUT_DIR"]).parent / "manifest.json"
-            print(manifest.exists())
+            import os, pathlib, shutil
+            here = pathlib.Path(os.environ["AVITAI_OUTPUT_DIR"])
+            shutil.copy(here.parent / "manifest.json", here / "seen.json")
             """,
         ),
         task(
@@ -185,7 +185,12 @@ def test_no_manifest_exists_during_the_first_task_and_the_next_sees_it_unfinishe
 
     manifest = run_job(spec, project=project, outputs=outputs, echo=False)
 
-    assert (outputs / "first" / "stdout.log").read_text() == "False\n"
+    early = json.loads((outputs / "first" / "seen.json").read_text())
+    assert early["tasks"] == []
+    first = read_manifest(early)  # a valid manifest as substrax reads it
+    assert not first.finished
+    assert first.devices == manifest.devices
+    assert first.devices is not None
     seen = read_manifest(json.loads((outputs / "second" / "seen.json").read_text()))
     assert not seen.finished
     assert [outcome.name for outcome in seen.tasks] == ["first"]
@@ -343,7 +348,7 @@ def test_a_progress_line_reaches_the_log_before_its_line_ends(
 
     assert outcome.status is TaskStatus.SUCCEEDED
     assert (outputs / "bar" / "stdout.log").read_bytes() == b"10%\r20%\rdone\n"
-    assert "[bar] 10%\r20%\rdone\n" in capfd.readouterr().out
+    assert "[bar] 10%\r[bar] 20%\r[bar] done\n" in capfd.readouterr().out
 
 
 # --- budgets -----------------------------------------------------------------------------------
@@ -778,7 +783,10 @@ def test_a_task_that_ignores_sigterm_is_killed_after_the_grace(
     stubborn = read_pid(pid_file)
     leftovers.append(stubborn)
     assert not running(stubborn)
-    assert not (outputs / "manifest.json").exists()
+    manifest = load_manifest(outputs / "manifest.json")
+    assert manifest is not None
+    assert not manifest.finished
+    assert manifest.tasks == ()
 
 
 # --- the command line and the zipapp -----------------------------------------------------------

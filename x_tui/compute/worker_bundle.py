@@ -29,6 +29,8 @@ _MODULES = (
     "compute/environment.py",
     "compute/attempts.py",
     "compute/echo.py",
+    "compute/line_assembly.py",
+    "compute/log_times.py",
 )
 _MAIN = b"import sys\nfrom x_tui.compute.worker import main\nsys.exit(main())\n"
 

@@ -177,13 +177,15 @@ def manifest_rows(
             files = seen.files if seen is not None else ()
             elapsed = Text("")
             if seen is not None and seen.started_at is not None and now is not None and running:
-                elapsed = Text(format_seconds(max(0.0, now - seen.started_at)), justify="right")
+                elapsed = Text(_elapsed(now - seen.started_at), justify="right")
             count = Text("")
             if seen is not None:
                 count = Text(f"{len(files)}{'+' if seen.more else ''}", justify="right")
             cells = (label, status_text(label_state), Text("-", style="dim"), elapsed, count)
             rows.append(
-                ManifestRow(f"task:{name}", name, None, cells, files, running=seen is not None)
+                ManifestRow(
+                    f"task:{name}", name, None, cells, files, running=running and seen is not None
+                )
             )
         for attempt in earlier:
             attempt_label = Text(f"  ↳ attempt {attempt.number}", style="dim")
@@ -203,6 +205,12 @@ def manifest_rows(
                 )
             )
     return rows
+
+
+def _elapsed(seconds: float) -> str:
+    """A running task's time so far, in whole seconds under a minute (it ticks each second)."""
+    seconds = max(0.0, seconds)
+    return f"{int(seconds)} s" if seconds < 60 else format_seconds(seconds)
 
 
 def _missing_state(*, running: bool, state: RunState | None, first: bool) -> str:
@@ -365,9 +373,7 @@ class ManifestView(Vertical):
         rows = manifest_rows(
             manifest, tasks, attempts, running=running, state=state, progress=progress, now=now
         )
-        if [(row.key, row.cells, row.files) for row in rows] == [
-            (row.key, row.cells, row.files) for row in self._rows
-        ]:
+        if rows == self._rows:
             return
         self._rows = rows
         table: DataTable[Text] = self.query_one(DataTable)

@@ -214,3 +214,21 @@ def test_a_file_that_is_not_a_times_file_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="not a times file of this version"):
         LogTimes(path)
     assert MAGIC == b"XTTIMES1"
+
+
+def test_many_lines_in_one_chunk_are_each_prefixed_and_a_long_one_among_them_is_cut() -> None:
+    log, sink = combined()
+    lines = LineAssembler(max_bytes=8)
+    log.write("t", 0, lines.feed(b"a\n\nbb\nccc\n0123456789ab\nd\ntail", 0.0))
+    log.write("t", 0, lines.finish())
+    assert bytes(sink).split(b"\n") == [
+        b"[t] a",
+        b"[t] ",
+        b"[t] bb",
+        b"[t] ccc",
+        b"[t] 01234567" + CONTINUED_MARK,
+        b"[t] 89ab",
+        b"[t] d",
+        b"[t] tail" + CONTINUED_MARK,
+        b"",
+    ]

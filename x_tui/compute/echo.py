@@ -121,11 +121,12 @@ class CombinedLog:
                 continue
             if start_at is None and self._open is None:
                 start_at = len(out)
-            out += prefix + piece.text
-            if piece.kind is PieceKind.LINE:
-                out += b"\n"
+            if piece.kind is PieceKind.LINE:  # one or more lines, each prefixed
+                out += prefix + piece.text.replace(b"\n", b"\n" + prefix) + b"\n"
                 self._open = None
-            elif piece.kind is PieceKind.STATE:
+                continue
+            out += prefix + piece.text
+            if piece.kind is PieceKind.STATE:
                 out += b"\r"
                 self._open = stream
             else:

@@ -21,7 +21,7 @@ I/O; the worker's echo writes the pieces (``echo``).
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass
+from typing import NamedTuple
 
 CONTINUED_MARK = " \u21b5".encode()
 """Ends a piece of a line the worker wrote before the line ended (`` ↵``); it goes on below."""
@@ -40,7 +40,7 @@ class PieceKind(enum.Enum):
     """What a piece of a stream is, which decides how it ends in the combined log."""
 
     LINE = "line"
-    """A whole line: ends with ``\\n``."""
+    """Whole lines: each ends with ``\\n`` (the text may hold several, ``\\n`` between them)."""
     STATE = "state"
     """A state of a ``\\r``-redrawn line: ends with ``\\r``; the line stays open."""
     CONTINUED = "continued"
@@ -49,14 +49,14 @@ class PieceKind(enum.Enum):
     """The end of a ``\\r``-redrawn line (no text): ends the open line with ``\\n``."""
 
 
-@dataclass(frozen=True, slots=True)
-class Piece:
-    """One piece of a stream, ready for the combined log."""
+class Piece(NamedTuple):
+    """One piece of a stream, ready for the combined log (a tuple: one is made per line)."""
 
     kind: PieceKind
     """How it ends."""
     text: bytes
-    """The task's bytes, without the ``\\n`` or ``\\r`` that ended them."""
+    """The task's bytes, without the ``\\n`` or ``\\r`` that ended them (a ``LINE`` piece
+    holds no ``\\r``, and ``\\n`` only between its lines)."""
 
 
 class LineAssembler:
@@ -105,11 +105,15 @@ class LineAssembler:
         if not self._pending:
             self._first_at = now
         self._last_at = now
+        if b"\r" not in chunk:  # most chunks: whole lines, split at once
+            return self._feed_lines(chunk, now, pieces)
         start = 0
         size = len(chunk)
+        ret = chunk.find(b"\r")  # searched again only once passed: no rescan per line
         while start < size:
             newline = chunk.find(b"\n", start)
-            ret = chunk.find(b"\r", start)
+            if ret != -1 and ret < start:
+                ret = chunk.find(b"\r", start)
             if ret != -1 and (newline == -1 or ret < newline):
                 end, kind = ret, PieceKind.STATE
             elif newline != -1:
@@ -121,6 +125,27 @@ class LineAssembler:
             pieces.extend(self._end(kind))
             start = end + 1
             self._first_at = now
+        return pieces
+
+    def _feed_lines(self, chunk: bytes, now: float, pieces: list[Piece]) -> list[Piece]:
+        """:meth:`feed` for a chunk without ``\\r``: its whole lines as few pieces as it can."""
+        first = chunk.find(b"\n")
+        if first == -1:
+            self._hold(chunk, pieces)
+            return pieces
+        self._hold(chunk[:first], pieces)
+        pieces.extend(self._end(PieceKind.LINE))
+        last = chunk.rfind(b"\n")
+        if last > first:
+            middle = chunk[first + 1 : last]
+            if len(middle) <= self._max or max(map(len, middle.split(b"\n"))) <= self._max:
+                pieces.append(Piece(PieceKind.LINE, middle))  # several lines in one piece
+            else:
+                for part in middle.split(b"\n"):
+                    self._hold(part, pieces)
+                    pieces.extend(self._end(PieceKind.LINE))
+        self._first_at = now
+        self._hold(chunk[last + 1 :], pieces)
         return pieces
 
     def due(self) -> float | None:

@@ -9,7 +9,7 @@ from typing import IO, cast
 
 import pytest
 
-from x_tui.compute.echo import CombinedLog
+from x_tui.compute.echo import MAX_REDRAWN_LINE_BYTES, CombinedLog
 from x_tui.compute.line_assembly import CONTINUED_MARK, LineAssembler, Piece, PieceKind
 from x_tui.compute.log_times import MAGIC, LogTimes, TimesWriter, times_path
 from x_tui.compute.sanitize import clean
@@ -138,7 +138,7 @@ def test_a_line_from_the_other_stream_ends_an_open_bar_line_first() -> None:
     log.write("fit", 0, metrics.feed(b"step 1: loss=0.5\n", 0.0))
     log.write("fit", 1, bar.feed(b" 30%|###\n", 0.0))
     assert bytes(sink) == (
-        b"[fit]  10%|#\r[fit]  20%|##\r\n[fit] step 1: loss=0.5\n[fit]  30%|###\n"
+        b"[fit]  10%|#\r[fit]  20%|##\n[fit] step 1: loss=0.5\n[fit]  30%|###\n"
     )
     assert [clean(line) for line in sink.decode().split("\n")[:-1]] == [
         "[fit]  20%|##",
@@ -154,7 +154,7 @@ def test_a_notice_is_always_a_line_of_its_own() -> None:
     assert bytes(sink).split(b"\n")[-2] == (
         b"[over] x-tui: ran past its 1 s budget; its group was killed"
     )
-    assert bytes(sink).startswith(b"[over]  50%\r\n")
+    assert bytes(sink).startswith(b"[over]  50%\n")
 
 
 def test_a_continued_piece_is_marked_and_ends_its_line() -> None:
@@ -232,3 +232,18 @@ def test_many_lines_in_one_chunk_are_each_prefixed_and_a_long_one_among_them_is_
         b"[t] tail" + CONTINUED_MARK,
         b"",
     ]
+
+
+def test_a_bar_redrawn_for_hours_goes_on_on_new_lines_each_ending_on_a_whole_state() -> None:
+    log, sink = combined()
+    bar = LineAssembler()
+    for step in range(20_000):
+        log.write("fit", 1, bar.feed(b"\r%6d/20000 |####| it/s" % step, 0.0))
+    log.write("fit", 1, bar.finish())
+    lines = bytes(sink).split(b"\n")[:-1]
+    assert len(lines) > 1
+    assert max(len(line) for line in lines) < MAX_REDRAWN_LINE_BYTES + 100
+    for line in lines:
+        assert line.endswith(b"it/s")
+        assert all(state.startswith(b"[fit] ") for state in line.split(b"\r") if state)
+    assert clean(lines[-1].decode()) == "[fit]  19999/20000 |####| it/s"

@@ -6,14 +6,17 @@ both to ``worker.log``). :class:`CombinedLog` writes there the pieces a
 ``[<task>] `` and on the worker stream of the same name:
 
 - a line as ``[<task>] <line>\\n``;
-- a ``\\r``-redrawn line as its states, each prefixed: ``[<task>] 10%\\r[<task>] 20%\\r...``,
-  ended by ``\\n`` when the task ends it; a viewer that shows a ``\\r`` line as a terminal would
-  shows its last state, prefixed;
+- a ``\\r``-redrawn line as its states, each prefixed and drawn over the one before:
+  ``[<task>] 10%\\r[<task>] 20%...``, ended by ``\\n`` when the task ends it (the line never ends
+  in ``\\r``); a viewer that shows a ``\\r`` line as a terminal would shows its last state,
+  prefixed;
 - a line handed over before it ended as ``[<task>] <text> ↵\\n`` (``CONTINUED_MARK``).
 
 One stream's redrawn line may be left open between states; anything else written (the other
 stream's line, the worker's own notice) first ends it with ``\\n`` on the stream that opened it, so
-no two streams ever share a line and a notice is always a line of its own.
+no two streams ever share a line and a notice is always a line of its own. A redrawn line is ended
+too once it holds :data:`MAX_REDRAWN_LINE_BYTES` of states, so a bar drawn for hours never makes
+one enormous line for a reader that reads whole lines.
 
 When given a :class:`~x_tui.compute.log_times.TimesWriter`, it records when each line it starts
 was received, against the line's offset in the log file (only while its streams are that regular
@@ -33,6 +36,9 @@ from typing import IO
 
 from x_tui.compute.line_assembly import CONTINUED_MARK, Piece, PieceKind
 from x_tui.compute.log_times import TimesWriter
+
+MAX_REDRAWN_LINE_BYTES = 64 * 1024
+"""Bytes of states one redrawn line holds at most; the next state starts a new line."""
 
 
 def emit(stream: IO[str] | None, data: bytes) -> None:
@@ -88,6 +94,7 @@ class CombinedLog:
         """
         self._streams = (stdout, stderr)
         self._open: int | None = None  # the stream whose redrawn line is open
+        self._open_bytes = 0  # bytes of states on the open line
         identity = _file_identity(stdout)
         self._timed = (
             identity is not None,
@@ -119,18 +126,26 @@ class CombinedLog:
                     out += b"\n"
                     self._open = None
                 continue
-            if start_at is None and self._open is None:
-                start_at = len(out)
+            before = len(out)
+            if self._open == stream:  # this stream's redrawn line is open: draw over it
+                if self._open_bytes >= MAX_REDRAWN_LINE_BYTES:
+                    out += b"\n"  # a bar redrawn for hours: its states go on on a new line
+                    self._open = None
+                else:
+                    out += b"\r"
+            if self._open is None:
+                self._open_bytes = 0
+                if start_at is None:
+                    start_at = len(out)
             if piece.kind is PieceKind.LINE:  # one or more lines, each prefixed
                 out += prefix + piece.text.replace(b"\n", b"\n" + prefix) + b"\n"
                 self._open = None
-                continue
-            out += prefix + piece.text
-            if piece.kind is PieceKind.STATE:
-                out += b"\r"
+            elif piece.kind is PieceKind.STATE:
+                out += prefix + piece.text
                 self._open = stream
+                self._open_bytes += len(out) - before
             else:
-                out += CONTINUED_MARK + b"\n"
+                out += prefix + piece.text + CONTINUED_MARK + b"\n"
                 self._open = None
         self._emit(stream, bytes(out), start_at, received)
 

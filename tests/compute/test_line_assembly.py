@@ -137,9 +137,7 @@ def test_a_line_from_the_other_stream_ends_an_open_bar_line_first() -> None:
     log.write("fit", 1, bar.feed(b"\r 10%|#\r 20%|##\r", 0.0))
     log.write("fit", 0, metrics.feed(b"step 1: loss=0.5\n", 0.0))
     log.write("fit", 1, bar.feed(b" 30%|###\n", 0.0))
-    assert bytes(sink) == (
-        b"[fit]  10%|#\r[fit]  20%|##\n[fit] step 1: loss=0.5\n[fit]  30%|###\n"
-    )
+    assert bytes(sink) == (b"[fit]  10%|#\r[fit]  20%|##\n[fit] step 1: loss=0.5\n[fit]  30%|###\n")
     assert [clean(line) for line in sink.decode().split("\n")[:-1]] == [
         "[fit]  20%|##",
         "[fit] step 1: loss=0.5",

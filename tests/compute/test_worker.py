@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from x_tui.compute.log_times import LogTimes
 from x_tui.compute.manifest import (
     JobManifest,
     RunDevices,
@@ -866,6 +867,64 @@ def test_the_zipapp_runs_where_x_tui_is_not_importable(
     assert manifest is not None
     assert manifest.finished
     assert [t.status for t in manifest.tasks] == [TaskStatus.SUCCEEDED, TaskStatus.FAILED]
+
+
+def test_an_unfinished_line_reaches_worker_log_marked_while_the_task_still_runs(
+    zipapp: Path, project: Path, tmp_path: Path
+) -> None:
+    # The task waits until the worker's own log (its stdout, a file) holds its unfinished line.
+    spec = write_spec(
+        tmp_path,
+        job(
+            task(
+                "wait",
+                """
+                import pathlib, sys, time
+                sys.stdout.write("loading...")
+                sys.stdout.flush()
+                log = pathlib.Path("worker.log")
+                for _ in range(3000):
+                    if b"[wait] loading... \\xe2\\x86\\xb5\\n" in log.read_bytes():
+                        break
+                    time.sleep(0.01)
+                else:
+                    raise SystemExit("the unfinished line never reached worker.log")
+                print("done")
+                """,
+            )
+        ),
+    )
+    log = project / "worker.log"
+    with log.open("wb") as out:
+        result = subprocess.run(
+            isolated_python(
+                str(zipapp),
+                "--log-times",
+                str(project / "worker.log.times"),
+                "--spec",
+                str(spec),
+                "--project",
+                str(project),
+                "--outputs",
+                str(tmp_path / "out"),
+            ),
+            cwd=tmp_path,
+            env=isolated_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+
+    data = log.read_bytes()
+    assert result.returncode == 0, data
+    assert data.endswith("[wait] loading... ↵\n[wait] done\n".encode())
+    assert (tmp_path / "out" / "wait" / "stdout.log").read_bytes() == b"loading...done\n"
+    with LogTimes(project / "worker.log.times") as times:
+        early = times.time_at(data.index(b"[wait] loading"))
+        late = times.time_at(data.index(b"[wait] done"))
+    assert early is not None
+    assert late is not None
+    assert late >= early
 
 
 @pytest.mark.parametrize(

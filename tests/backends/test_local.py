@@ -14,6 +14,7 @@ import pytest
 
 from x_tui.backends import local_process
 from x_tui.backends.local import LocalBackend
+from x_tui.compute import run_processes
 from x_tui.compute.backend import Capability, ComputeBackend, RunState, capabilities_of
 from x_tui.compute.errors import BadRecordError, ConfigError
 from x_tui.compute.manifest import (
@@ -23,7 +24,6 @@ from x_tui.compute.manifest import (
     load_manifest,
     write_manifest,
 )
-from x_tui.compute import run_processes
 from x_tui.compute.outputs import OutsideOutputsError, UnsafeOutputsError
 from x_tui.compute.records import dumps_compact
 from x_tui.compute.registry import load_backend

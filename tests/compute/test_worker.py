@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from x_tui.compute.log_times import LogTimes
 from x_tui.compute.manifest import (
     JobManifest,
     RunDevices,
@@ -161,16 +162,16 @@ def test_outputs_are_every_file_sorted_component_wise_without_the_top_level_logs
     assert outcome.outputs == ("a/stdout.log", "a/z.txt", "a-b/c.txt", "b.txt")
 
 
-def test_no_manifest_exists_during_the_first_task_and_the_next_sees_it_unfinished(
+def test_the_first_task_sees_a_manifest_with_the_devices_and_no_tasks_and_the_next_sees_it(
     project: Path, outputs: Path
 ) -> None:
     spec = job(
         task(
             "first",
             """
-            import os, pathlib
-            manifest = pathlib.Path(os.environ["AVITAI_OUTPUT_DIR"]).parent / "manifest.json"
-            print(manifest.exists())
+            import os, pathlib, shutil
+            here = pathlib.Path(os.environ["AVITAI_OUTPUT_DIR"])
+            shutil.copy(here.parent / "manifest.json", here / "seen.json")
             """,
         ),
         task(
@@ -185,7 +186,12 @@ def test_no_manifest_exists_during_the_first_task_and_the_next_sees_it_unfinishe
 
     manifest = run_job(spec, project=project, outputs=outputs, echo=False)
 
-    assert (outputs / "first" / "stdout.log").read_text() == "False\n"
+    early = json.loads((outputs / "first" / "seen.json").read_text())
+    assert early["tasks"] == []
+    first = read_manifest(early)  # a valid manifest as substrax reads it
+    assert not first.finished
+    assert first.devices == manifest.devices
+    assert first.devices is not None
     seen = read_manifest(json.loads((outputs / "second" / "seen.json").read_text()))
     assert not seen.finished
     assert [outcome.name for outcome in seen.tasks] == ["first"]
@@ -343,7 +349,7 @@ def test_a_progress_line_reaches_the_log_before_its_line_ends(
 
     assert outcome.status is TaskStatus.SUCCEEDED
     assert (outputs / "bar" / "stdout.log").read_bytes() == b"10%\r20%\rdone\n"
-    assert "[bar] 10%\r20%\rdone\n" in capfd.readouterr().out
+    assert "[bar] 10%\r[bar] 20%\r[bar] done\n" in capfd.readouterr().out
 
 
 # --- budgets -----------------------------------------------------------------------------------
@@ -446,6 +452,10 @@ def test_what_a_task_leaves_running_in_its_group_ends_with_it(
     background = read_pid(pid_file)
     leftovers.append(background)
     assert outcome.status is TaskStatus.SUCCEEDED
+    # SIGKILL went to the group when the task exited; dying takes the kernel a moment.
+    give_up = time.monotonic() + 10
+    while running(background) and time.monotonic() < give_up:
+        time.sleep(0.01)
     assert not running(background)
 
 
@@ -778,7 +788,10 @@ def test_a_task_that_ignores_sigterm_is_killed_after_the_grace(
     stubborn = read_pid(pid_file)
     leftovers.append(stubborn)
     assert not running(stubborn)
-    assert not (outputs / "manifest.json").exists()
+    manifest = load_manifest(outputs / "manifest.json")
+    assert manifest is not None
+    assert not manifest.finished
+    assert manifest.tasks == ()
 
 
 # --- the command line and the zipapp -----------------------------------------------------------
@@ -854,6 +867,64 @@ def test_the_zipapp_runs_where_x_tui_is_not_importable(
     assert manifest is not None
     assert manifest.finished
     assert [t.status for t in manifest.tasks] == [TaskStatus.SUCCEEDED, TaskStatus.FAILED]
+
+
+def test_an_unfinished_line_reaches_worker_log_marked_while_the_task_still_runs(
+    zipapp: Path, project: Path, tmp_path: Path
+) -> None:
+    # The task waits until the worker's own log (its stdout, a file) holds its unfinished line.
+    spec = write_spec(
+        tmp_path,
+        job(
+            task(
+                "wait",
+                """
+                import pathlib, sys, time
+                sys.stdout.write("loading...")
+                sys.stdout.flush()
+                log = pathlib.Path("worker.log")
+                for _ in range(3000):
+                    if b"[wait] loading... \\xe2\\x86\\xb5\\n" in log.read_bytes():
+                        break
+                    time.sleep(0.01)
+                else:
+                    raise SystemExit("the unfinished line never reached worker.log")
+                print("done")
+                """,
+            )
+        ),
+    )
+    log = project / "worker.log"
+    with log.open("wb") as out:
+        result = subprocess.run(
+            isolated_python(
+                str(zipapp),
+                "--log-times",
+                str(project / "worker.log.times"),
+                "--spec",
+                str(spec),
+                "--project",
+                str(project),
+                "--outputs",
+                str(tmp_path / "out"),
+            ),
+            cwd=tmp_path,
+            env=isolated_env(),
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            check=False,
+        )
+
+    data = log.read_bytes()
+    assert result.returncode == 0, data
+    assert data.endswith("[wait] loading... ↵\n[wait] done\n".encode())
+    assert (tmp_path / "out" / "wait" / "stdout.log").read_bytes() == b"loading...done\n"
+    with LogTimes(project / "worker.log.times") as times:
+        early = times.time_at(data.index(b"[wait] loading"))
+        late = times.time_at(data.index(b"[wait] done"))
+    assert early is not None
+    assert late is not None
+    assert late >= early
 
 
 @pytest.mark.parametrize(

@@ -3,18 +3,21 @@
 A daemon thread per run reads the backend's ``logs(handle, follow=True)`` stream (opened within
 the logs deadline) and appends each line to ``<logs_dir>/<run_id>.log``; a ``.done`` marker
 beside it says the copy is complete, so a finished log is never copied again. A stream that
-breaks keeps what came and says why in its :class:`SpoolState`.
+breaks keeps what came and says why in its :class:`SpoolState`. When each line came is kept in
+``<run_id>.log.times`` (``x_tui.compute.log_times``), so the log view can show it (``t``).
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 from x_tui.app.deadlines import call_with_deadline
 from x_tui.compute.backend import ComputeBackend
+from x_tui.compute.log_times import TimesWriter, times_path
 from x_tui.compute.store import RunHandle
 
 
@@ -94,6 +97,7 @@ class LogSpools:
         self, backend: ComputeBackend, handle: RunHandle, state: SpoolState, done_marker: Path
     ) -> None:
         state.path.parent.mkdir(parents=True, exist_ok=True)
+        times: TimesWriter | None = None
         try:
             lines: Iterator[str] = call_with_deadline(
                 lambda: iter(backend.logs(handle, follow=True)),
@@ -101,10 +105,16 @@ class LogSpools:
                 backend=handle.backend,
                 what=f"logs of {handle.run_id}",
             )
-            with state.path.open("w", encoding="utf-8", errors="replace") as out:
+            times = _open_times(state.path)
+            offset = 0
+            with state.path.open("wb") as out:
                 for line in lines:
-                    out.write(line.rstrip("\n") + "\n")
+                    data = (line.rstrip("\n") + "\n").encode("utf-8", "replace")
+                    if times is not None:
+                        times.mark(offset, time.time())
+                    out.write(data)
                     out.flush()
+                    offset += len(data)
                     state.lines += 1
         except Exception as error:  # a provider's stream failing is shown, not raised
             state.error = str(error) or type(error).__name__
@@ -112,3 +122,13 @@ class LogSpools:
             done_marker.touch()
         finally:
             state.finished = True
+            if times is not None:
+                times.close()
+
+
+def _open_times(log: Path) -> TimesWriter | None:
+    """The times file beside a spooled log: when x-tui received each line (``t``)."""
+    try:
+        return TimesWriter(times_path(log), base=time.time())
+    except OSError:
+        return None

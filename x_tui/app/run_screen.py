@@ -254,6 +254,10 @@ class RunScreen(RunActions, Screen[None]):
             attempts=snapshot.attempts,
             running=running,
             problem=snapshot.manifest_problem,
+            state=self.state,
+            progress=snapshot.in_progress,
+            now=self.clock().timestamp(),
+            last_log_line=snapshot.last_log_line,
         )
         manifest = snapshot.manifest
         self.query_one("#devices", DevicesView).show(
@@ -262,6 +266,7 @@ class RunScreen(RunActions, Screen[None]):
             probe_log=snapshot.devices_log,
             manifest_present=manifest is not None,
             platforms=self.spec.runtime.platforms if self.spec is not None else None,
+            state=self.state,
         )
         tabs = self.query_one("#run-tabs", TabbedContent)
         outcomes = {task.name: task for task in (manifest.tasks if manifest else ())}

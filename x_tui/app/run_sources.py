@@ -42,6 +42,30 @@ STREAMS = ("stdout", "stderr")
 MAX_DEVICES_LOG = 64 * 1024
 """At most this much of ``devices.log`` is shown (its start, where the probe's error is)."""
 
+MAX_FILES_LISTED = 1000
+"""At most this many files of a running task are listed (the walk stops there)."""
+
+MAX_LAST_LINE = 4096
+"""Bytes read from the end of the combined log for its last line."""
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class TaskProgress:
+    """A task that has a directory but no outcome in the manifest yet: the one running.
+
+    Attributes:
+        name: The task (its directory's name).
+        started_at: When it started (seconds since the epoch): when the manifest before it was
+            written; ``None`` when there is no manifest to tell.
+        files: The files it wrote so far, relative POSIX paths, sorted, without its logs.
+        more: Whether it wrote more than :data:`MAX_FILES_LISTED` (the list is cut).
+    """
+
+    name: str
+    started_at: float | None
+    files: tuple[str, ...]
+    more: bool = False
+
 
 @dataclass(frozen=True, kw_only=True, slots=True)
 class RunSnapshot:
@@ -56,6 +80,9 @@ class RunSnapshot:
         source: Where these files were read from, for the user (``"this machine"``...).
         reachable: Whether the files could be read at all (a remote run without peek or a
             fetched copy has none to read).
+        in_progress: The tasks with a directory but no outcome yet, by name (read only where
+            the outputs are on this machine).
+        last_log_line: The combined log's last line (untrusted), where it is on this machine.
     """
 
     manifest: JobManifest | None = None
@@ -65,6 +92,8 @@ class RunSnapshot:
     attempts_problem: str | None = None
     source: str = ""
     reachable: bool = True
+    in_progress: Mapping[str, TaskProgress] = field(default_factory=dict)
+    last_log_line: str | None = None
 
 
 def fetched_copy(handle: RunHandle) -> Path | None:
@@ -171,7 +200,10 @@ class RunReader:
         kept = kept_attempts(outputs) if outputs is not None else None
         attempts = earlier_attempts(attempts, manifest, kept)
         reachable = manifest_bytes is not None or outputs is not None or self._can_peek()
+        files = self.files()
         return RunSnapshot(
+            in_progress=_in_progress(outputs, manifest) if outputs is not None else {},
+            last_log_line=_last_line(files.worker_log) if files is not None else None,
             manifest=manifest,
             manifest_problem=problem,
             devices_log=devices_log,
@@ -276,6 +308,63 @@ class RunReader:
         return target
 
 
+def _in_progress(outputs: Path, manifest: JobManifest | None) -> dict[str, TaskProgress]:
+    """Every task directory under ``outputs`` the manifest has no outcome for, with its files."""
+    done = {task.name for task in manifest.tasks} if manifest is not None else set()
+    try:
+        started_at: float | None = (outputs / MANIFEST_NAME).stat().st_mtime
+    except OSError:
+        started_at = None
+    found: dict[str, TaskProgress] = {}
+    try:
+        entries = sorted(os.scandir(outputs), key=lambda entry: entry.name)
+    except OSError:
+        return found
+    for entry in entries:
+        if entry.name in done or entry.name == ATTEMPTS_DIR or entry.name.startswith("."):
+            continue
+        try:
+            check_name("task", entry.name)
+            if not entry.is_dir(follow_symlinks=False):
+                continue
+        except (ValueError, OSError):
+            continue
+        files, more = _files_so_far(Path(entry.path))
+        found[entry.name] = TaskProgress(
+            name=entry.name, started_at=started_at, files=files, more=more
+        )
+    return found
+
+
+def _files_so_far(task_dir: Path) -> tuple[tuple[str, ...], bool]:
+    """A running task's files (links not followed), at most :data:`MAX_FILES_LISTED`."""
+    found: list[str] = []
+    for root, dirs, names in os.walk(task_dir):
+        dirs.sort()
+        relative = Path(root).relative_to(task_dir)
+        for name in sorted(names):
+            path = (relative / name).as_posix()
+            if relative == Path(".") and name in (f"{stream}.log" for stream in STREAMS):
+                continue
+            if len(found) >= MAX_FILES_LISTED:
+                return tuple(sorted(found)), True
+            found.append(path)
+    return tuple(sorted(found)), False
+
+
+def _last_line(log: Path) -> str | None:
+    """The last non-empty line of a log, read from its last :data:`MAX_LAST_LINE` bytes."""
+    try:
+        with log.open("rb") as file:
+            size = file.seek(0, os.SEEK_END)
+            file.seek(max(0, size - MAX_LAST_LINE))
+            tail = file.read(MAX_LAST_LINE)
+    except OSError:
+        return None
+    lines = [line for line in tail.splitlines() if line.strip()]
+    return lines[-1].decode("utf-8", "replace") if lines else None
+
+
 def _reason(error: BaseException) -> str:
     return str(error) if isinstance(error, UserError) else f"{type(error).__name__}: {error}"
 
@@ -294,6 +383,7 @@ __all__ = [
     "Attempt",
     "RunReader",
     "RunSnapshot",
+    "TaskProgress",
     "attempt_dirs",
     "earlier_attempts",
     "fetched_copy",

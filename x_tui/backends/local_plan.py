@@ -27,6 +27,8 @@ NAME: Final = "local"
 """The backend's registered name."""
 OUTPUTS: Final = "outputs"
 """A staged run's outputs directory, under its run directory."""
+LOG_TIMES: Final = "worker.log.times"
+"""When each line of a run's ``worker.log`` was received (``x_tui.compute.log_times``)."""
 
 
 def default_interpreter(project: Path, python: str | None = None) -> list[str]:
@@ -69,6 +71,8 @@ def worker_command(
     command = [
         *interpreter,
         str(run_dir / WORKER_NAME),
+        "--log-times",
+        str(run_dir / LOG_TIMES),
         "--spec",
         str(run_dir / SPEC_NAME),
         "--project",

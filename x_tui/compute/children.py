@@ -204,6 +204,7 @@ class Child:
         limit: float,
         sinks: tuple[Callable[[bytes], None], Callable[[bytes], None]],
         cancel: Cancellation | None,
+        tick: Callable[[float], float | None] | None = None,
     ) -> None:
         """Watch a child that :func:`start_child` started.
 
@@ -212,12 +213,16 @@ class Child:
             limit: Seconds from now until its group is killed and it counts as timed out.
             sinks: What receives each chunk of its stdout and of its stderr.
             cancel: When given, a stop it requests ends the group (SIGTERM, then SIGKILL).
+            tick: Called with the monotonic time between reads; it returns when it wants to be
+                called again (monotonic), or ``None`` while it does not (unfinished lines
+                written after an idle time).
         """
         assert process.stdout is not None
         assert process.stderr is not None
         self._process = process
         self._pipes = (process.stdout, process.stderr)
         self._cancel = cancel
+        self._tick = tick
         self._selector = selectors.DefaultSelector()
         for pipe, sink in zip(self._pipes, sinks, strict=True):
             self._selector.register(pipe.fileno(), selectors.EVENT_READ, sink)
@@ -230,6 +235,7 @@ class Child:
         self._killed = self._timed_out = self._terminated = False
         self._returncode: int | None = None
         self._drain_end = 0.0
+        self._tick_due: float | None = None
 
     def wait(self) -> ChildExit:
         """Copy the output until the child and its group are gone.
@@ -248,6 +254,8 @@ class Child:
                 if self._returncode is not None and (now >= self._drain_end or not self._reading()):
                     break
                 self._copy(self._timeout(now))
+                if self._tick is not None:
+                    self._tick_due = self._tick(time.monotonic())
         finally:
             self._close()
         if self._cancel is not None:
@@ -280,6 +288,9 @@ class Child:
         timeout = None if self._killed else max(0.0, self._kill_at - now)
         if self._exit_fd is None:  # nothing wakes us when it exits: poll
             timeout = _POLL_SECONDS if timeout is None else min(timeout, _POLL_SECONDS)
+        if self._tick_due is not None:
+            wake = max(0.0, self._tick_due - now)
+            timeout = wake if timeout is None else min(timeout, wake)
         return None if timeout is None else min(timeout, _LONGEST_WAIT_SECONDS)
 
     def _copy(self, timeout: float | None) -> None:

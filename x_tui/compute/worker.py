@@ -1,16 +1,20 @@
 """The worker: runs a job's tasks in order on the machine a backend provisioned.
 
 Every backend runs this same program (``python worker.pyz --spec spec.json --project DIR
---outputs DIR [--retries FILE]``), so every backend behaves the same: a device probe first, then
-each task from the project's root with its own budget, raw logs, an echo of every line prefixed
-``[<task>] `` and ``<outputs>/manifest.json`` rewritten after every task.
+--outputs DIR [--retries FILE] [--log-times FILE]``), so every backend behaves the same: a device
+probe first, ``<outputs>/manifest.json`` written as soon as it answered (its devices, no tasks
+yet), then each task from the project's root with its own budget, raw logs, an echo of every line
+prefixed ``[<task>] `` (whole lines, each stream's kept apart) and the manifest rewritten after
+every task.
 
 Standard library only, for Python 3.10 and later: the worker runs in the user's project
 environment, where x-tui is not installed. It imports nothing from x-tui but ``records``,
 ``spec``, ``manifest``, ``probe`` and its own parts, which the zipapp ships beside it:
 ``children`` (each task in its own process group, ended with it), ``run_processes`` (the worker
 as subreaper of all it starts), ``environment`` (a task's variables and command), ``attempts``
-(retries and ``attempts.json``) and ``echo`` (the ``[<task>] `` copy of every line).
+(retries and ``attempts.json``), ``line_assembly`` (each stream's bytes cut into whole lines),
+``echo`` (the ``[<task>] `` copy of every line) and ``log_times`` (when each line was received,
+in a side file).
 """
 
 from __future__ import annotations
@@ -43,13 +47,15 @@ from x_tui.compute.children import (
     WorkerCancelled,
     start_child,
 )
-from x_tui.compute.echo import Echo, emit
+from x_tui.compute.echo import CombinedLog, emit
 from x_tui.compute.environment import (
     OUTPUT_DIR_VARIABLE,
     EnvironmentConflict,
     child_environment,
     resolve_argv,
 )
+from x_tui.compute.line_assembly import LineAssembler
+from x_tui.compute.log_times import TimesWriter
 from x_tui.compute.manifest import (
     DEVICES_LOG,
     MANIFEST_NAME,
@@ -101,19 +107,16 @@ class _Job:
     project: Path
     outputs: Path
     python: str
-    echo: bool
+    log: CombinedLog
     deadline: float
     retries: Mapping[str, int]
     cancel: Cancellation | None
 
 
-def _run_attempt(
-    job: _Job, task: Task, argv: tuple[str, ...], budget: float, echoes: tuple[Echo, Echo]
-) -> Attempt:
+def _run_attempt(job: _Job, task: Task, argv: tuple[str, ...], budget: float) -> Attempt:
     """Run one attempt of a task with ``budget`` seconds, its logs in its directory."""
     task_dir = job.outputs / task.name
     task_dir.mkdir(parents=True, exist_ok=True)
-    out_echo, err_echo = echoes
     started = time.perf_counter()
     with (
         open(task_dir / _LOGS[0], "wb", buffering=0) as out_log,
@@ -124,35 +127,67 @@ def _run_attempt(
                 job.spec.runtime, {**job.spec.env, OUTPUT_DIR_VARIABLE: str(task_dir)}
             )
         except EnvironmentConflict as error:
-            message = f"x-tui worker: task {task.name!r} cannot start: {error}\n".encode()
-            _write_all(err_log, message)
-            err_echo(message)
+            message = f"x-tui worker: task {task.name!r} cannot start: {error}"
+            _write_all(err_log, (message + "\n").encode())
+            job.log.note_on(1, task.name, message)
             return Attempt(TaskStatus.FAILED, None, time.perf_counter() - started)
         try:
             process = start_child(argv, cwd=job.project, env=env)
         except (OSError, ValueError, subprocess.SubprocessError) as error:
-            message = f"{argv[0]} could not start: {error}\n".encode()
-            _write_all(err_log, message)
-            err_echo(message)
+            message = f"{argv[0]} could not start: {error}"
+            _write_all(err_log, (message + "\n").encode())
+            job.log.note_on(1, task.name, message)
             return Attempt(TaskStatus.FAILED, None, time.perf_counter() - started)
-
-        def to_stdout(chunk: bytes) -> None:
-            _write_all(out_log, chunk)
-            out_echo(chunk)
-
-        def to_stderr(chunk: bytes) -> None:
-            _write_all(err_log, chunk)
-            err_echo(chunk)
-
-        result = Child(
-            process, limit=budget, sinks=(to_stdout, to_stderr), cancel=job.cancel
-        ).wait()
+        copy = _StreamCopy(job.log, task.name, (out_log, err_log))
+        try:
+            result = Child(
+                process, limit=budget, sinks=copy.sinks, cancel=job.cancel, tick=copy.tick
+            ).wait()
+        finally:
+            copy.finish()
     seconds = time.perf_counter() - started
     if result.timed_out:
-        err_echo.line(f"x-tui: ran past its {budget:g} s budget; its group was killed")
+        job.log.note_on(
+            1, task.name, f"x-tui: ran past its {budget:g} s budget; its group was killed"
+        )
         return Attempt(TaskStatus.TIMED_OUT, result.returncode, seconds)
     status = TaskStatus.SUCCEEDED if result.returncode == 0 else TaskStatus.FAILED
     return Attempt(status, result.returncode, seconds)
+
+
+class _StreamCopy:
+    """A task's two streams: raw into its log files, assembled into whole lines for the echo."""
+
+    def __init__(self, log: CombinedLog, task: str, files: tuple[IO[bytes], IO[bytes]]) -> None:
+        self._log = log
+        self._task = task
+        self._files = files
+        self._assemblers = (LineAssembler(), LineAssembler())
+        self.sinks = (self._sink(0), self._sink(1))
+
+    def _sink(self, stream: int) -> Callable[[bytes], None]:
+        def copy(chunk: bytes) -> None:
+            _write_all(self._files[stream], chunk)
+            pieces = self._assemblers[stream].feed(chunk, time.monotonic())
+            self._log.write(self._task, stream, pieces, time.time())
+
+        return copy
+
+    def tick(self, now: float) -> float | None:
+        """Write what waited long enough; when to be called again."""
+        due: float | None = None
+        for stream, assembler in enumerate(self._assemblers):
+            self._log.write(self._task, stream, assembler.flush_due(now))
+            next_due = assembler.due()
+            if next_due is not None:
+                due = next_due if due is None else min(due, next_due)
+        return due
+
+    def finish(self) -> None:
+        """Write what is left of both streams and end any open line."""
+        for stream, assembler in enumerate(self._assemblers):
+            self._log.write(self._task, stream, assembler.finish())
+        self._log.end_lines()
 
 
 def _run_task(job: _Job, task: Task, attempts: AttemptsFile | None) -> TaskOutcome:
@@ -160,18 +195,16 @@ def _run_task(job: _Job, task: Task, attempts: AttemptsFile | None) -> TaskOutco
     argv = resolve_argv(task.argv, job.python)
     task_dir = job.outputs / task.name
     allowed = 1 + job.retries.get(task.name, 0)
-    echoes = (
-        Echo(sys.stdout if job.echo else None, task.name),
-        Echo(sys.stderr if job.echo else None, task.name),
-    )
     number = 1
     while True:
         budget = min(task.timeout_seconds, job.deadline - time.monotonic())
         if budget > 0:
             try:
-                attempt = _run_attempt(job, task, argv, budget, echoes)
+                attempt = _run_attempt(job, task, argv, budget)
             except OSError as error:  # its directory or logs cannot be made: it cannot run
-                echoes[1].line(f"x-tui worker: task {task.name!r} cannot run: {error}")
+                job.log.note_on(
+                    1, task.name, f"x-tui worker: task {task.name!r} cannot run: {error}"
+                )
                 attempt = Attempt(TaskStatus.FAILED, None, 0.0)
         else:
             task_dir.mkdir(parents=True, exist_ok=True)
@@ -188,7 +221,7 @@ def _run_task(job: _Job, task: Task, attempts: AttemptsFile | None) -> TaskOutco
             break
         keep_attempt_logs(job.outputs, task.name, number, _LOGS)
         number += 1
-        echoes[0].line(f"x-tui: attempt {number} of {allowed}")
+        job.log.note(task.name, f"x-tui: attempt {number} of {allowed}")
     return TaskOutcome(
         name=task.name,
         argv=argv,
@@ -244,8 +277,7 @@ def _probe_devices(job: _Job) -> RunDevices | None:
 
 def _probe_failed(job: _Job, log: Path, text: str) -> RunDevices | None:
     log.write_text(text, encoding="utf-8")
-    if job.echo:
-        emit(sys.stderr, f"x-tui worker: the device probe failed; see {DEVICES_LOG}\n".encode())
+    job.log.note_on(1, None, f"x-tui worker: the device probe failed; see {DEVICES_LOG}")
     return None
 
 
@@ -265,22 +297,26 @@ def run_job(
     python: str = sys.executable,
     retries: Mapping[str, int] | None = None,
     cancel: Cancellation | None = None,
+    log_times: Path | None = None,
 ) -> JobManifest:
-    """Run a job's tasks in order and write its manifest after each one.
+    """Run a job's tasks in order and write its manifest once the probe answered, and after each.
 
     Args:
         spec: The job.
         project: The project root every task runs from.
         outputs: Where the logs, the tasks' files and ``manifest.json`` go (created if missing).
         echo: Whether each task line is also written to this process's stdout or stderr,
-            prefixed ``[<task>] ``.
+            prefixed ``[<task>] ``, assembled into whole lines (``echo``, ``line_assembly``).
         python: The interpreter that runs the probe and replaces a leading ``"python"``.
         retries: More attempts per task name for a failed or timed-out task, each within the
             task's budget and what is left of the job's; every attempt goes in ``attempts.json``.
         cancel: When given, a stop it requests ends the running task's group and raises.
+        log_times: Where to record when each echoed line was received (``log_times``), while
+            this process's stdout is a regular file (the combined log); not recorded if ``None``.
 
     Returns:
-        The manifest, as written last, ``finished`` after the last task.
+        The manifest, as written last, ``finished`` after the last task. The first one is
+        written as soon as the device probe answered: its devices, no tasks yet.
 
     Raises:
         ValueError: If ``retries`` name a task the job lacks or hold a count below 0.
@@ -289,23 +325,44 @@ def run_job(
     checked = check_retries(spec, retries or {})
     outputs = Path(outputs).resolve()
     outputs.mkdir(parents=True, exist_ok=True)
-    job = _Job(
-        spec=spec,
-        project=Path(project).resolve(),
-        outputs=outputs,
-        python=python,
-        echo=echo,
-        deadline=time.monotonic() + spec.timeout_seconds,
-        retries=checked,
-        cancel=cancel,
-    )
+    times = _open_times(log_times) if echo and log_times is not None else None
+    try:
+        job = _Job(
+            spec=spec,
+            project=Path(project).resolve(),
+            outputs=outputs,
+            python=python,
+            log=CombinedLog(
+                sys.stdout if echo else None, sys.stderr if echo else None, times=times
+            ),
+            deadline=time.monotonic() + spec.timeout_seconds,
+            retries=checked,
+            cancel=cancel,
+        )
+        return _run_tasks(job)
+    finally:
+        if times is not None:
+            times.close()
+
+
+def _open_times(path: Path) -> TimesWriter | None:
+    try:
+        return TimesWriter(path, base=time.time())
+    except OSError as error:  # the run goes on without receive times
+        emit(sys.stderr, f"x-tui worker: no line times ({error.strerror or error})\n".encode())
+        return None
+
+
+def _run_tasks(job: _Job) -> JobManifest:
+    spec = job.spec
     devices = _probe_devices(job)
-    attempts = AttemptsFile(outputs) if checked else None
+    attempts = AttemptsFile(job.outputs) if job.retries else None
     outcomes: list[TaskOutcome] = []
     manifest = JobManifest(job=spec.name, devices=devices)
+    write_manifest(job.outputs, manifest)  # the run screen shows the devices from now on
     for index, task in enumerate(spec.tasks):
-        if cancel is not None:
-            cancel.check()
+        if job.cancel is not None:
+            job.cancel.check()
         outcomes.append(_run_task(job, task, attempts))
         manifest = JobManifest(
             job=spec.name,
@@ -313,7 +370,7 @@ def run_job(
             finished=index == len(spec.tasks) - 1,
             devices=devices,
         )
-        write_manifest(outputs, manifest)
+        write_manifest(job.outputs, manifest)
     return manifest
 
 
@@ -444,6 +501,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--project", type=Path, default=Path("."), help="the project root")
     parser.add_argument("--outputs", type=Path, required=True, help="where the run's files go")
     parser.add_argument("--retries", type=Path, help='JSON object {"<task>": more attempts}')
+    parser.add_argument(
+        "--log-times",
+        type=Path,
+        help="where to record when each line of this process's output (a file) was received",
+    )
     args = parser.parse_args(argv)
     try:
         spec, retries = _load(args)
@@ -459,7 +521,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     previous = cancel.install() if main_thread else {}
     try:
         manifest = run_job(
-            spec, project=args.project, outputs=args.outputs, retries=retries, cancel=cancel
+            spec,
+            project=args.project,
+            outputs=args.outputs,
+            retries=retries,
+            cancel=cancel,
+            log_times=args.log_times,
         )
     except WorkerCancelled as stopped:
         emit(sys.stderr, f"x-tui worker: {stopped}; the manifest is left unfinished\n".encode())

@@ -30,6 +30,8 @@ _MODULES = (
     "compute/run_processes.py",
     "compute/attempts.py",
     "compute/echo.py",
+    "compute/line_assembly.py",
+    "compute/log_times.py",
 )
 _MAIN = b"import sys\nfrom x_tui.compute.worker import main\nsys.exit(main())\n"
 

@@ -30,6 +30,7 @@ from textual.strip import Strip
 from x_tui.compute.logindex import LogIndex
 from x_tui.widgets._log_layout import wrap_layout
 from x_tui.widgets._log_texts import SanitisedTexts
+from x_tui.widgets._log_times import LineStamps
 
 STRIP_CACHE = 2048
 """Rendered lines kept."""
@@ -98,6 +99,8 @@ class LogLines(ScrollView, can_focus=True):
         """Whether the view sticks to the end as lines are added."""
         self.new_lines = 0
         """Lines added while not following."""
+        self.stamps: LineStamps | None = None
+        """Receive times shown before each line (``t``), or ``None`` when hidden."""
         self._removed_reported = True
         self._texts = SanitisedTexts()
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(STRIP_CACHE)
@@ -358,6 +361,8 @@ class LogLines(ScrollView, can_focus=True):
     def _display_text(self, line: int, start: int, end: int) -> Text:
         base = self._sanitised(start, end)
         gutter = self._gutter_of(line)
+        if self.stamps is not None:
+            gutter = self.stamps.stamp(start) + gutter
         if not (gutter or self.pattern is not None or line == self.current):
             return base
         text = base.copy()

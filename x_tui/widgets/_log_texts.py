@@ -15,8 +15,11 @@ from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
 
+from x_tui.compute.line_assembly import CONTINUED_MARK
 from x_tui.compute.logindex import LogIndex
 from x_tui.widgets.safe_text import ansi_text_counted
+
+_CONTINUED = CONTINUED_MARK.decode()
 
 TEXT_CACHE = 4096
 """Sanitised lines kept."""
@@ -70,6 +73,8 @@ class SanitisedTexts:
         text.expand_tabs()
         if cut:
             text.append("…", style=cut_style())
+        elif text.plain.endswith(_CONTINUED):  # the worker wrote the line before it ended
+            text.stylize(cut_style(), len(text) - len(_CONTINUED))
         counted = (
             bool(removed)
             and start not in self._removed_at

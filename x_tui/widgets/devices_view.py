@@ -17,6 +17,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
+from x_tui.compute.backend import RunState
 from x_tui.compute.manifest import RunDevices
 from x_tui.compute.spec import Accelerator, Resources
 from x_tui.widgets.safe_text import safe_text
@@ -112,6 +113,7 @@ def devices_renderable(
     probe_log: str | None,
     manifest_present: bool,
     platforms: tuple[str, ...] | None = None,
+    state: RunState | None = None,
 ) -> RenderableType:
     """The requested-versus-seen sheet.
 
@@ -121,6 +123,7 @@ def devices_renderable(
         probe_log: ``devices.log``, when the probe failed.
         manifest_present: Whether the run has a manifest yet (the probe runs before any task).
         platforms: The JAX platforms the spec's runtime asked for, if any.
+        state: The run's state; once final, a missing answer is told in the past tense.
 
     Returns:
         A renderable of ``Text`` cells.
@@ -183,9 +186,19 @@ def devices_renderable(
         parts.append(safe_text(probe_log.rstrip("\n") or "(empty)"))
     elif manifest_present:
         parts.append(Text("The probe recorded no devices and left no devices.log.", style="dim"))
+    elif state is RunState.CANCELLED:
+        parts.append(Text("The run was cancelled before its device probe answered.", style="bold"))
+    elif state is not None and state.is_final:
+        parts.append(
+            Text("The run ended before its device probe answered; it left no manifest.", "bold")
+        )
     else:
         parts.append(
-            Text("No manifest yet: the device probe runs before the first task.", style="dim")
+            Text(
+                "No manifest yet: the device probe runs first, and what it sees shows here "
+                "as soon as it answers.",
+                style="dim",
+            )
         )
     return Group(*parts)
 
@@ -208,6 +221,7 @@ class DevicesView(Static):
         probe_log: str | None,
         manifest_present: bool,
         platforms: tuple[str, ...] | None = None,
+        state: RunState | None = None,
     ) -> None:
         """Show the comparison (see :func:`devices_renderable` for the arguments)."""
         self.update(
@@ -217,5 +231,6 @@ class DevicesView(Static):
                 probe_log=probe_log,
                 manifest_present=manifest_present,
                 platforms=platforms,
+                state=state,
             )
         )

@@ -28,6 +28,7 @@ from x_tui.widgets._log_bar import SearchBar
 from x_tui.widgets._log_finder import Finder
 from x_tui.widgets._log_lines import LogLines
 from x_tui.widgets._log_status import status_text
+from x_tui.widgets._log_times import open_stamps
 from x_tui.widgets.safe_text import safe_text
 
 POLL_SECONDS = 0.05
@@ -49,6 +50,7 @@ class LogView(Widget):
     | `&` | Filter: show only matching lines with context (empty input clears it). |
     | `+`, `-` | More, fewer context lines around filtered matches. |
     | `e`, `E` | Next, previous error or traceback. |
+    | `t` | Show when each line was received, or not (logs with a times file). |
 
     Arrows, `pageup`/`pagedown` and `home` scroll; scrolling up pauses following and the status
     line counts "+N new lines" until `end` (or scrolling back to the end) resumes it.
@@ -65,6 +67,7 @@ class LogView(Widget):
         Binding("minus", "context(-1)", "Less context", show=False, id="log.less_context"),
         Binding("e", "next_error", "Next error", id="log.next_error"),
         Binding("E", "previous_error", "Prev error", id="log.previous_error"),
+        Binding("t", "toggle_times", "Times", id="log.times"),
     ]
 
     DEFAULT_CSS = """
@@ -163,6 +166,7 @@ class LogView(Widget):
     def on_unmount(self) -> None:
         """Stop searching and close the file."""
         self._finder.forget(None)
+        self._hide_times()
         if self._index is not None:
             self._index.close()
             self._index = None
@@ -218,6 +222,7 @@ class LogView(Widget):
             return  # not composed yet: on_mount opens it
         if self._index is not None:
             self._index.close()
+        self._hide_times()
         self._index = LogIndex(path) if path is not None else None
         if self._index is not None:
             self._index.open()
@@ -295,6 +300,29 @@ class LogView(Widget):
         if lines.following:
             lines.scroll_to_end()
         self._update_status()
+
+    def action_toggle_times(self) -> None:
+        """Show when each line was received, or stop; a log without times gets a toast."""
+        lines = self.lines_view
+        if lines.stamps is not None:
+            self._hide_times()
+        else:
+            lines.stamps = open_stamps(self._path)
+            if lines.stamps is None:
+                self.notify("no timestamps for this log", severity="warning", timeout=3)
+                return
+        lines.restyle()
+        lines.update_size()
+
+    def _hide_times(self) -> None:
+        found = self.query(LogLines)
+        if not found:
+            return
+        lines = found.first()
+        if lines.stamps is not None:
+            lines.stamps.close()
+            lines.stamps = None
+            lines.restyle()
 
     def action_search(self) -> None:
         """Open the input bar for a search."""

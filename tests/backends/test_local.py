@@ -15,6 +15,7 @@ import pytest
 from x_tui.backends import local_process
 from x_tui.backends.local import LocalBackend
 from x_tui.backends.local_files import OutsideOutputsError, UnsafeOutputsError
+from x_tui.compute import run_processes
 from x_tui.compute.backend import Capability, ComputeBackend, RunState, capabilities_of
 from x_tui.compute.errors import BadRecordError, ConfigError
 from x_tui.compute.manifest import (
@@ -24,7 +25,6 @@ from x_tui.compute.manifest import (
     load_manifest,
     write_manifest,
 )
-from x_tui.compute import run_processes
 from x_tui.compute.records import dumps_compact
 from x_tui.compute.registry import load_backend
 from x_tui.compute.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task

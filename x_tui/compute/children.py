@@ -4,6 +4,8 @@ A child is started as the leader of a new process group with its stdout and stde
 :class:`Child` copies both pipes to sinks chunk by chunk and ends the whole group when the
 child's limit runs out, when the worker is asked to stop (:class:`Cancellation`), or when the
 child itself exits, so no grandchild outlives its task or holds the worker on an open pipe.
+Once the child has exited, what left the group (``setsid``) is ended too, where the worker is
+the child subreaper of all it starts (:func:`x_tui.compute.run_processes.end_strays`).
 
 Standard library only, for Python 3.10 and later: it ships inside the worker zipapp. It never
 decides what a child's outcome means for a task or a job; it only reports how the child ended.

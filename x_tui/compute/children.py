@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from x_tui.compute.run_processes import end_strays
+from x_tui.compute.run_processes import end_strays, wait_group_gone
 
 TERM_GRACE_SECONDS = 3.0
 """How long a task may take to end after the worker forwards SIGTERM, before SIGKILL."""
@@ -262,6 +262,7 @@ class Child:
             _signal_group(pgid, signal.SIGKILL)  # whatever it left running in its group
             end_strays(keep=pgid)  # and outside it (setsid), once the worker is their subreaper
             self._returncode = self._process.wait()
+            wait_group_gone(pgid)  # SIGKILL is acted on when each process next runs
             self._drain_end = time.monotonic() + DRAIN_SECONDS
             return
         if self._cancel is not None and self._cancel.signum is not None and not self._terminated:

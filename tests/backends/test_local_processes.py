@@ -7,6 +7,7 @@ and strangers that mention the run id or copy its marker's name.
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import secrets
 import signal
@@ -294,3 +295,33 @@ def test_a_process_that_will_not_stop_is_named_and_the_run_stays_running(
     backend.cancel(handle)
     assert not is_running(stuck)
     assert backend.status(handle) is RunState.CANCELLED
+
+
+def test_a_substrax_worker_is_known_by_its_own_arguments_however_its_paths_are_spelt(
+    tmp_path: Path, spawned: list[subprocess.Popen[bytes]]
+) -> None:
+    run_id = new_run_id("spelt")
+    run_dir = tmp_path / "state" / "compute" / "local" / run_id
+    run_dir.mkdir(parents=True)
+    sleeper = [sys.executable, "-c", "import time; time.sleep(600)"]
+    worker = [*sleeper, f"--spec={run_dir}/./spec.json", "--outputs", f"{run_dir}//outputs"]
+    half = [*sleeper, "--spec", str(run_dir / "spec.json"), "--outputs", str(tmp_path)]
+    spawned.extend(subprocess.Popen(argv, start_new_session=True) for argv in (worker, half))
+    backend = backend_in(tmp_path / "state")
+
+    def substrax_handle(pid: int) -> RunHandle:
+        return RunHandle(
+            run_id=run_id,
+            backend="local",
+            job="spelt",
+            project=str(tmp_path),
+            submitted_at=dt.datetime(2026, 9, 19, tzinfo=dt.UTC),
+            details={"pid": str(pid), "run_dir": str(run_dir)},
+        )
+
+    assert backend.status(substrax_handle(spawned[0].pid)) is RunState.RUNNING
+    assert backend.status(substrax_handle(spawned[1].pid)) is RunState.FAILED
+    backend.cancel(substrax_handle(spawned[1].pid))
+    assert spawned[1].poll() is None
+    backend.cancel(substrax_handle(spawned[0].pid))
+    assert spawned[0].wait(timeout=30) == -signal.SIGTERM

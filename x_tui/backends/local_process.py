@@ -206,9 +206,15 @@ def _runs_worker_of(info: ProcessInfo, run_dir: Path) -> bool:
     if info.argv is None:  # ps gives one line, its arguments joined by spaces
         padded = f" {info.command} "
         return all(f" {flag} {value} " in padded for flag, value in pairs)
-    argv = info.argv
-    found = set(itertools.pairwise(argv))
-    return all(pair in found for pair in pairs)
+    found = set()
+    for flag, value in itertools.pairwise(info.argv):
+        if flag in ("--spec", "--outputs"):
+            found.add((flag, os.path.normpath(value)))
+    for argument in info.argv:  # argparse's --flag=value form
+        flag, equals, value = argument.partition("=")
+        if equals and flag in ("--spec", "--outputs"):
+            found.add((flag, os.path.normpath(value)))
+    return all((flag, os.path.normpath(value)) in found for flag, value in pairs)
 
 
 def members(run: RunProcesses) -> list[int]:

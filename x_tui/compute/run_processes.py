@@ -246,6 +246,35 @@ def end_strays(keep: int) -> None:
     _reap_adopted(me, keep)
 
 
+def wait_group_gone(pgid: int, seconds: float = 1.0) -> None:
+    """Wait up to ``seconds`` until no live process is left in process group ``pgid``.
+
+    For a group just sent SIGKILL whose leader was reaped: the signal is delivered at once but
+    acted on when each process next runs. Returns at once when the group is empty; where there
+    is no ``/proc``, as soon as the group has no member at all, zombies included.
+    """
+    deadline = time.monotonic() + seconds
+    while True:
+        try:
+            os.killpg(pgid, 0)
+        except OSError:
+            return  # no member left, not even an unreaped one
+        if has_proc() and not any(_live_in_group(pid, pgid) for pid in process_ids()):
+            return
+        if time.monotonic() >= deadline:
+            return
+        time.sleep(_POLL_SECONDS / 4)
+
+
+def _live_in_group(pid: int, pgid: int) -> bool:
+    try:
+        record = (_PROC / str(pid) / "stat").read_bytes()
+    except OSError:
+        return False
+    fields = record[record.rfind(b")") + 2 :].split()
+    return len(fields) > 2 and fields[0] not in (b"Z", b"X") and fields[2] == str(pgid).encode()
+
+
 def _reap_adopted(parent: int, keep: int) -> None:
     """Reap the exited children of ``parent`` (this process) but ``keep``; live ones stay."""
     for pid in _children(parent):

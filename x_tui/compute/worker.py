@@ -10,11 +10,12 @@ every task.
 Standard library only, for Python 3.10 and later: the worker runs in the user's project
 environment, where x-tui is not installed. It imports nothing from x-tui but ``records``,
 ``spec``, ``manifest``, ``probe`` and its own parts, which the zipapp ships beside it:
-``children`` (each task in its own process group, ended with it), ``run_processes`` (the worker
-as subreaper of all it starts), ``environment`` (a task's variables and command), ``attempts``
+``children`` (each task in its own process group, ended with it, and what left the group with
+it, through ``run_processes``), ``environment`` (a task's variables and command), ``attempts``
 (retries and ``attempts.json``), ``line_assembly`` (each stream's bytes cut into whole lines),
 ``echo`` (the ``[<task>] `` copy of every line) and ``log_times`` (when each line was received,
-in a side file).
+in a side file). The zipapp's entry point makes the worker the child subreaper of all it starts
+before :func:`main` runs.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
-from x_tui.compute import probe, run_processes
+from x_tui.compute import probe
 from x_tui.compute.attempts import (
     ATTEMPTS_DIR,
     ATTEMPTS_NAME,
@@ -514,8 +515,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stderr.write(line + "\n")
         _record_refusal(args.outputs, error.spec_data, line)
         return 2
-    # Whatever a task leaves behind, setsid grandchildren included, stays below the worker.
-    run_processes.become_subreaper()
     cancel = Cancellation()
     main_thread = threading.current_thread() is threading.main_thread()
     previous = cancel.install() if main_thread else {}

@@ -33,7 +33,15 @@ _MODULES = (
     "compute/line_assembly.py",
     "compute/log_times.py",
 )
-_MAIN = b"import sys\nfrom x_tui.compute.worker import main\nsys.exit(main())\n"
+_MAIN = b"""import sys
+from x_tui.compute.run_processes import become_subreaper
+from x_tui.compute.worker import main
+# Whatever a task leaves behind, setsid grandchildren included, stays below the worker. Only here,
+# where the worker is a program of its own: main() called inside another process must not make
+# that process the subreaper of everything it starts.
+become_subreaper()
+sys.exit(main())
+"""
 
 
 @functools.cache

@@ -1,5 +1,5 @@
 """Fixtures for the TUI's tests: a private state directory, a project whose local backend runs
-this interpreter, the app on them, and a way to wait for what the app shows.
+this interpreter, and the app on them (with quick polls). Waiting is ``tests.support``'s.
 
 Everything is real: the run store is files, a run is the local backend's detached worker, a CLI
 submit is ``python -m x_tui run`` in another process. Waiting is by condition with a generous
@@ -20,10 +20,10 @@ from pathlib import Path
 from typing import Any, ParamSpec
 
 import pytest
-from textual.css.query import NoMatches
-from textual.pilot import Pilot
 
+from tests.support import DEADLINE, QUICK_POLLS
 from x_tui.app.app import XTuiApp
+from x_tui.app.monitor import PollIntervals
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings
 from x_tui.compute.backend import RunState
@@ -31,9 +31,6 @@ from x_tui.compute.records import dumps_pretty
 from x_tui.compute.store import RunHandle, RunStore
 
 P = ParamSpec("P")
-
-DEADLINE = 60.0
-"""Seconds a test waits for something before it fails (runs take about one second here)."""
 
 QUICK_JOB = """
 [tool.substrax.compute.jobs.quick]
@@ -100,27 +97,21 @@ def make_app(
     clock: Callable[[], float] = time.time,
     poll: bool = True,
     settings: Settings | None = None,
+    poll_intervals: PollIntervals = QUICK_POLLS,
 ) -> XTuiApp:
-    """The app on ``project`` and the state directory the environment names."""
-    return XTuiApp(project, service=Service(), clock=clock, poll=poll, settings=settings)
+    """The app on ``project`` and the state directory the environment names.
 
-
-async def wait_until(pilot: Pilot[object], condition: Callable[[], bool], what: str) -> None:
-    """Let the app run until ``condition()`` holds; fail naming ``what`` after the deadline."""
-    loop = asyncio.get_running_loop()
-    give_up = loop.time() + DEADLINE
-    while not _holds(condition):
-        if loop.time() > give_up:
-            raise AssertionError(f"gave up waiting for {what}")
-        await pilot.pause(0.05)
-    await pilot.pause()
-
-
-def _holds(condition: Callable[[], bool]) -> bool:
-    try:
-        return condition()
-    except NoMatches:  # the screen has not composed its widgets yet
-        return False
+    Unfinished runs are polled every :data:`QUICK_POLLS` (a test's run ends in about a second;
+    the app's own intervals would make it wait up to two more to see that).
+    """
+    return XTuiApp(
+        project,
+        service=Service(),
+        clock=clock,
+        poll=poll,
+        settings=settings,
+        poll_intervals=poll_intervals,
+    )
 
 
 def screen_text(app: XTuiApp) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import wait_until
 from x_tui.app.actions import RUN_ACTION_BINDINGS
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.help_screen import HelpScreen
@@ -19,7 +20,7 @@ from x_tui.compute.spec import Accelerator
 from x_tui.compute.store import RunStore
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
 
-from .conftest import asynchronous, make_app, screen_text, wait_until
+from .conftest import asynchronous, make_app, screen_text
 from .screens_support import (
     NOW,
     SUBMITTED_AT,

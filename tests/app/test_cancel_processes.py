@@ -6,12 +6,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.backends import local_process
 from x_tui.compute import run_processes
 from x_tui.compute.backend import RunState
 
-from .conftest import asynchronous, make_app, wait_until
+from .conftest import asynchronous, make_app
 from .screens_support import leftovers, notices, submitted, write_project
 
 __all__ = ["leftovers"]

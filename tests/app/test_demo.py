@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import DEADLINE
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
 from x_tui.compute.manifest import MANIFEST_NAME, TaskStatus, load_manifest
 from x_tui.compute.store import RunHandle
 from x_tui.demo import prepare_demo_project
-
-from .conftest import DEADLINE
 
 
 def _finish(service: Service, job: str) -> tuple[RunHandle, RunState]:

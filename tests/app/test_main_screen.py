@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import wait_until
 from x_tui.compute.backend import RunState
 from x_tui.widgets.problem_panel import ProblemPanel
 
@@ -19,7 +20,6 @@ from .conftest import (
     save_handle,
     screen_text,
     submit_with_cli,
-    wait_until,
 )
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)

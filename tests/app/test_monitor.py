@@ -14,13 +14,14 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 
+from tests.support import DEADLINE
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.service import Service, call_with_deadline
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import ProviderError
 
-from .conftest import DEADLINE, QUICK_JOB, pyproject_text, save_handle
+from .conftest import QUICK_JOB, pyproject_text, save_handle
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 

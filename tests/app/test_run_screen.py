@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import TabbedContent
 
+from tests.support import wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
@@ -15,7 +16,7 @@ from x_tui.compute.manifest import RunDevices, TaskStatus
 from x_tui.compute.spec import Accelerator
 from x_tui.widgets.devices_view import compare_devices, kind_matches
 
-from .conftest import asynchronous, make_app, screen_text, wait_until
+from .conftest import asynchronous, make_app, screen_text
 from .screens_support import (
     NOW,
     finished_run,

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from textual.pilot import Pilot
 
+from tests.support import wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.compute.backend import RunState
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
 
-from .conftest import keep_final_states, make_app, save_handle, wait_until
+from .conftest import keep_final_states, make_app, save_handle
 
 NOW = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 

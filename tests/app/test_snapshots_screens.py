@@ -17,6 +17,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
+from tests.support import wait_until
 from x_tui.app.help_screen import HelpScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
@@ -25,7 +26,7 @@ from x_tui.compute.manifest import RunDevices, TaskStatus
 from x_tui.compute.operations import open_project
 from x_tui.compute.spec import Accelerator
 
-from .conftest import make_app, screen_text, wait_until
+from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 BASE = Path("/tmp/x-tui-screen-snapshots")

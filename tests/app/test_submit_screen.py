@@ -12,6 +12,7 @@ from backends.fake_modal.harness import PYPROJECT as MODAL_PYPROJECT
 from backends.fake_modal.harness import install_fake_modal
 from textual.widgets import Button, Input, Select
 
+from tests.support import QUICK_POLLS, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.service import Service
@@ -19,7 +20,7 @@ from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import asynchronous, make_app, pyproject_text, screen_text, wait_until
+from .conftest import asynchronous, make_app, pyproject_text, screen_text
 from .screens_support import QUICK_JOB, write_project
 
 GPU_JOB = """
@@ -259,7 +260,7 @@ async def test_the_cost_preview_is_the_plans_estimate_with_its_breakdown_and_pri
         project = tmp_path / "sample"
         project.mkdir()
         (project / "pyproject.toml").write_text(MODAL_PYPROJECT + MODAL_GPU_JOB)
-        app = XTuiApp(project, service=Service())
+        app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await _open_submit(app, pilot, "big", project)
             assert screen.plan is not None, screen.error

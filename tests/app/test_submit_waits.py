@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from backends.fake_modal.harness import PYPROJECT, FakeModal, install_fake_modal
 
+from tests.support import QUICK_POLLS, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.run_screen import RunScreen
@@ -23,7 +24,7 @@ from x_tui.app.submits import SubmitStillGoing
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import asynchronous, screen_text, wait_until
+from .conftest import asynchronous, screen_text
 
 JOBS = """
 [tool.substrax.compute]
@@ -60,7 +61,11 @@ def project(tmp_path: Path) -> Path:
 
 
 def _app(project: Path) -> XTuiApp:
-    return XTuiApp(project, service=Service(deadlines=Deadlines(submit=SERVICE_SUBMIT_SECONDS)))
+    return XTuiApp(
+        project,
+        service=Service(deadlines=Deadlines(submit=SERVICE_SUBMIT_SECONDS)),
+        poll_intervals=QUICK_POLLS,
+    )
 
 
 def _building(app: XTuiApp) -> bool:

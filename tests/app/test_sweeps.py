@@ -15,14 +15,15 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
+from tests.support import DEADLINE, wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.main_screen import MainScreen
-from x_tui.compute import operations
+from x_tui.compute import operations, sweep_runs
 from x_tui.compute.backend import RunState
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore, parse_sweep
 from x_tui.widgets.runs_table import RunsTable
 
-from .conftest import DEADLINE, asynchronous, make_app, save_handle, screen_text, wait_until
+from .conftest import asynchronous, make_app, save_handle, screen_text
 from .screens_support import leftovers, write_project
 
 __all__ = ["leftovers"]
@@ -55,7 +56,7 @@ def _sweep_with_cli(project: Path, job: str, sweep: str) -> Sweep:
         timeout=DEADLINE,
     )
     assert done.returncode == 0, done.stderr
-    [recorded] = operations.list_sweeps().sweeps
+    [recorded] = sweep_runs.list_sweeps().sweeps
     assert recorded.sweep_id in done.stdout
     return recorded
 
@@ -140,8 +141,8 @@ async def test_slash_matches_sweep_ids_and_shows_the_sweep_with_its_runs(state_d
 
 async def _running_sweep(project: Path, size: int) -> Sweep:
     axis = parse_sweep("SEED=" + ",".join(str(seed) for seed in range(size)))
-    plan = operations.plan_sweep(operations.open_project(project), "slow", (axis,))
-    return operations.submit_sweep(plan)
+    plan = sweep_runs.plan_sweep(operations.open_project(project), "slow", (axis,))
+    return sweep_runs.submit_sweep(plan)
 
 
 @pytest.mark.slow

@@ -12,6 +12,7 @@ from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widgets import Button, TabbedContent
 
+from tests.support import QUICK_POLLS
 from x_tui.app.app import XTuiApp
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.service import Service
@@ -90,7 +91,7 @@ def test_without_a_token_the_submit_screen_says_how_to_configure_modal(
     monkeypatch.delenv("MODAL_TOKEN_SECRET")
 
     async def scenario() -> None:
-        app = XTuiApp(project, service=Service())
+        app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await _submit(app, pilot, project)
             await _wait(pilot, lambda: "Not submitted" in _text(app), "the refusal")
@@ -111,7 +112,7 @@ def test_a_modal_run_shows_live_cancels_and_fetches_from_the_tui(
     """Logs from Modal's stream, the manifest peeked from the Volume, cancel, then fetch."""
 
     async def scenario() -> None:
-        app = XTuiApp(project, service=Service())
+        app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(120, 40)) as pilot:
             await _submit(app, pilot, project)
             await _wait(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")

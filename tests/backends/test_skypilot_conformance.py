@@ -4,8 +4,9 @@ Every SDK call ``sky_sdk.py`` makes (read from its source) binds to the real sig
 fake's signatures are the real ones; every ``JobStatus`` and request status the backend reads is
 one SkyPilot has; the tasks x-tui builds are accepted by SkyPilot's own task reader; the bridge's
 offline operations answer from the real interpreter; and with no cloud enabled the real SkyPilot
-gives the one line the user sees. SkyPilot is installed once (``uv tool install``) under pytest's
-cache directory and reused; the tests skip, saying why, only where it cannot be installed.
+gives the one line the user sees. SkyPilot is installed once, outside the test run, by
+``scripts/install_skypilot.sh`` (``.ci/run`` runs it); where it is not installed the tests that
+need it skip, saying so.
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import shutil
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -115,29 +115,32 @@ def exceptions_used() -> list[str]:
     )
 
 
+def skypilot_home() -> Path:
+    """Where ``scripts/install_skypilot.sh`` installs the real SkyPilot."""
+    base = os.environ.get("X_TUI_SKYPILOT_HOME") or str(Path.home() / ".cache" / "x-tui-tests")
+    return Path(base) / f"skypilot-{VERSION}"
+
+
 @pytest.fixture(scope="session")
-def real_sky(request: pytest.FixtureRequest) -> Path:
-    """The real SkyPilot's interpreter, in a tool environment under pytest's cache (made once)."""
-    base = Path(request.config.cache.mkdir(f"skypilot-{VERSION}"))
-    python = base / "tools" / "skypilot" / "bin" / "python"
+def real_sky() -> Path:
+    """The real SkyPilot's interpreter, which ``scripts/install_skypilot.sh`` installed.
+
+    The test run never installs it (that needs the network): ``.ci/run`` runs the script first;
+    where it has not run, or failed, the tests skip, saying so.
+    """
+    python = skypilot_home() / "tools" / "skypilot" / "bin" / "python"
+    if not python.exists():
+        pytest.skip(
+            f"the real SkyPilot {VERSION} is not installed in {python.parent.parent}: "
+            "run scripts/install_skypilot.sh (CI does)"
+        )
     check = [str(python), "-c", "import sky; print(sky.__version__)"]
-    if python.exists():
-        done = subprocess.run(check, capture_output=True, text=True, check=False)
-        if done.stdout.strip() == VERSION:
-            return python
-    if shutil.which("uv") is None:
-        pytest.skip("SkyPilot cannot be installed here: uv is not on PATH")
-    env = {**os.environ, "UV_TOOL_DIR": str(base / "tools"), "UV_TOOL_BIN_DIR": str(base / "bin")}
-    done = subprocess.run(
-        ["uv", "tool", "install", "--force", f"skypilot=={VERSION}"],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=1800,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"SkyPilot {VERSION} cannot be installed here: {done.stderr.strip()[-400:]}")
+    done = subprocess.run(check, capture_output=True, text=True, check=False)
+    if done.stdout.strip() != VERSION:
+        pytest.skip(
+            f"{python} does not import SkyPilot {VERSION} ({done.stderr.strip()[-300:]}): "
+            "run scripts/install_skypilot.sh again"
+        )
     return python
 
 

@@ -18,6 +18,7 @@ from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widgets import Button, TabbedContent
 
+from tests.support import QUICK_POLLS
 from x_tui.app.app import XTuiApp
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.service import Service
@@ -95,7 +96,7 @@ def test_without_skypilot_the_submit_screen_says_how_to_install_it(tmp_path: Pat
     project = make_project(tmp_path, tmp_path / "nowhere" / "sky", "s3://runs")
 
     async def scenario() -> None:
-        app = XTuiApp(project, service=Service())
+        app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await _submit(app, pilot, project)
             await _wait(pilot, lambda: "Not submitted" in _text(app), "the refusal")
@@ -121,7 +122,7 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
     project = make_project(tmp_path, fake_sky.tool.link, bucket)
 
     async def scenario() -> None:
-        app = XTuiApp(project, service=Service())
+        app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(140, 40)) as pilot:
             await _submit(app, pilot, project)
             await _wait(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")

@@ -28,13 +28,14 @@ from textual.screen import Screen
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.messages import (
     ConfigChanged,
+    OpenRun,
     RunsChanged,
     RunStateChanged,
     RunStatusFailed,
     SweepsChanged,
     copy_message,
 )
-from x_tui.app.monitor import FIRST_INTERVAL, MAX_INTERVAL, RunMonitor
+from x_tui.app.monitor import PollIntervals, RunMonitor
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings, refresh_scale
 
@@ -74,6 +75,7 @@ class XTuiApp(App[int]):
         service: Service | None = None,
         clock: Callable[[], float] = time.time,
         poll: bool = True,
+        poll_intervals: PollIntervals | None = None,
     ) -> None:
         """Show the jobs of ``project`` and every run in the store.
 
@@ -85,19 +87,21 @@ class XTuiApp(App[int]):
             clock: The current epoch time, for ages and durations (tests pass a frozen one).
             poll: Whether the monitor asks backends for run states (snapshot tests turn it
                 off and rely on the final states kept from earlier sessions).
+            poll_intervals: How often unfinished runs are polled (the low-bandwidth profile
+                makes them longer); the monitor's defaults when ``None``.
         """
         super().__init__()
         self.project = project
         self.settings = settings or Settings()
         self.service = service or Service()
-        scale = refresh_scale(self)
+        intervals = (poll_intervals or PollIntervals()).scaled(refresh_scale(self))
         self.monitor = RunMonitor(
             self.service,
             self.post_message,
             project=project,
             poll=poll,
-            first_interval=FIRST_INTERVAL * scale,
-            max_interval=MAX_INTERVAL * scale,
+            first_interval=intervals.first,
+            max_interval=intervals.max,
         )
         self.main_screen = MainScreen(project, clock=clock)
         if demo:
@@ -163,6 +167,12 @@ class XTuiApp(App[int]):
     def on_config_changed(self, message: ConfigChanged) -> None:
         """Forward to the main screen and the screen in front."""
         self._forward(message)
+
+    def on_open_run(self, message: OpenRun) -> None:
+        """Push the run's screen, following its combined log."""
+        from x_tui.app.run_screen import RunScreen  # imported on first use: start-up
+
+        self.push_screen(RunScreen(message.handle))
 
     # Actions ----------------------------------------------------------------------------------
 

@@ -15,7 +15,7 @@ from textual.message import Message
 
 from x_tui.compute.backend import RunState
 from x_tui.compute.operations import Project
-from x_tui.compute.store import StoredRuns
+from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
 
 
@@ -68,6 +68,18 @@ class SweepsChanged(Message, bubble=False):
     """
 
     sweeps: StoredSweeps
+
+
+@dataclass
+class OpenRun(Message, bubble=False):
+    """Show a run's screen (posted to the app by what cannot import that screen: a re-run, the
+    command palette).
+
+    Attributes:
+        handle: The run to show.
+    """
+
+    handle: RunHandle
 
 
 @dataclass

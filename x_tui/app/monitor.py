@@ -58,6 +58,24 @@ MAX_INTERVAL = 10.0
 """The longest wait between two polls of an unfinished run, by default."""
 
 
+@dataclass(frozen=True, slots=True)
+class PollIntervals:
+    """How often the monitor asks backends for the states of unfinished runs.
+
+    Attributes:
+        first: Seconds before a new (or changed) run is polled.
+        max: The longest wait between two polls of an unfinished run (the wait doubles from
+            ``first`` up to this while a run's state stays the same).
+    """
+
+    first: float = FIRST_INTERVAL
+    max: float = MAX_INTERVAL
+
+    def scaled(self, factor: float) -> PollIntervals:
+        """These intervals ``factor`` times longer."""
+        return PollIntervals(first=self.first * factor, max=self.max * factor)
+
+
 @dataclass(slots=True)
 class _Poll:
     due: float

@@ -15,6 +15,7 @@ from textual.screen import Screen
 
 from x_tui.app.app_context import describe_error, notify_from_thread, service_of
 from x_tui.app.confirm_screen import ConfirmScreen
+from x_tui.app.messages import OpenRun
 from x_tui.app.run_sources import RunReader
 from x_tui.app.service import Service
 from x_tui.compute.errors import UserError
@@ -114,7 +115,6 @@ def _rerun(app: App[object], handle: RunHandle) -> None:
 
 
 def open_run(app: App[object], handle: RunHandle) -> None:
-    """Push the run screen of ``handle``, following its combined log."""
-    from x_tui.app.run_screen import RunScreen
-
-    app.push_screen(RunScreen(handle))
+    """Push the run screen of ``handle``, following its combined log (the app does, on
+    :class:`~x_tui.app.messages.OpenRun`: the run screen's module imports this one)."""
+    app.post_message(OpenRun(handle))

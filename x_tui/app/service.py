@@ -27,7 +27,7 @@ from x_tui.app.submits import (
     SubmitTracker,
     declared_submit_seconds,
 )
-from x_tui.compute import operations
+from x_tui.compute import operations, sweep_runs
 from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, RunState, capabilities_of
 from x_tui.compute.errors import ConfigError, UserError
 from x_tui.compute.manifest import MANIFEST_NAME
@@ -225,7 +225,7 @@ class Service:
         """Every recorded sweep, newest first, and each record that cannot be read."""
         from x_tui.compute.sweeps import SweepStore
 
-        return operations.list_sweeps(SweepStore(self.sweeps_dir))
+        return sweep_runs.list_sweeps(SweepStore(self.sweeps_dir))
 
     def backend(self, handle: RunHandle) -> ComputeBackend:
         """The backend of ``handle``, built from the settings it was submitted with (cached).

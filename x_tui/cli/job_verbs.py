@@ -5,40 +5,23 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from x_tui.cli.check_verb import blocked_text, substrax_blocked
+from x_tui.cli.check_verb import blocked_text, project_of, substrax_blocked
 from x_tui.cli.describe import job_lines, job_summary
 from x_tui.cli.output import complain, escaped, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
 from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, follow_logs
 from x_tui.compute.operations import (
-    Project,
     RunPlan,
     backend_for,
     fetch_root,
     list_jobs,
-    locate_project,
-    open_project,
     plan_run,
-    plan_sweep,
     submit_run,
 )
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import dump_record
+from x_tui.compute.sweep_runs import plan_sweep
 from x_tui.compute.sweeps import SweepAxis, parse_sweep
-
-
-def project_of(args: argparse.Namespace) -> Project:
-    """The project the command line names (``--project``) or the one around the current directory.
-
-    Args:
-        args: The parsed command line.
-
-    Returns:
-        The project, possibly with a ``problem``.
-    """
-    given = getattr(args, "project", None)
-    root = Path(given) if given is not None else locate_project()
-    return open_project(root)
 
 
 def jobs(args: argparse.Namespace) -> int:

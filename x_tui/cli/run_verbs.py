@@ -15,10 +15,11 @@ from x_tui.cli.describe import age_text
 from x_tui.cli.output import complain, error_message, escaped, log_writer, print_json, say
 from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.errors import UserError
-from x_tui.compute.operations import backend_for, fetch_root, list_sweeps, load_sweep, sweep_of
+from x_tui.compute.operations import backend_for, fetch_root
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import JsonValue, format_datetime
 from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin
+from x_tui.compute.sweep_runs import list_sweeps, load_sweep, sweep_of
 from x_tui.compute.sweeps import Sweep, is_sweep_id, parameters_text
 
 EXIT_OK = 0

@@ -5,9 +5,9 @@ run of one of its jobs (resolve the spec, pick and build the backend, check that
 accelerator and can give the job's extensions, ask it what it would request, bound the cost),
 submit that plan and keep its handle, and rebuild the backend of a stored handle from the
 settings frozen into it, never from the project's current configuration. Sweeps (one job over
-several inputs: :func:`plan_sweep`, :func:`submit_sweep`, :func:`sweep_of`, :func:`list_sweeps`,
-:func:`load_sweep`, from :mod:`x_tui.compute.sweep_runs`) and the accelerators a backend offers
-(:func:`backend_offers`, from :mod:`x_tui.compute.offers`) are reached from here too.
+several inputs) are built on these operations in :mod:`x_tui.compute.sweep_runs`; the
+accelerators a backend offers (:func:`backend_offers`, from :mod:`x_tui.compute.offers`) are
+reached from here too.
 
 How a backend receives what a spec cannot hold is declared in its ``capabilities``
 (:class:`~x_tui.compute.backend.Capability`): ``REQUEST`` gets ``request=`` on ``plan`` and
@@ -42,15 +42,6 @@ from x_tui.compute.offers import (
 from x_tui.compute.records import JsonValue
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
-from x_tui.compute.sweep_runs import (
-    SweepIncompleteError,
-    SweepPlan,
-    list_sweeps,
-    load_sweep,
-    plan_sweep,
-    submit_sweep,
-    sweep_of,
-)
 
 if TYPE_CHECKING:
     from x_tui.compute.backend import ComputeBackend
@@ -59,10 +50,9 @@ if TYPE_CHECKING:
     from x_tui.compute.extensions import ResourceRequest
 
 __all__ = [
-    "BackendOffers", "JobList", "Project", "RunPlan", "SweepIncompleteError", "SweepPlan",
-    "backend_for", "backend_names", "backend_offers", "fetch_root", "list_jobs", "list_sweeps",
-    "load_sweep", "locate_project", "open_project", "plan_run", "plan_sweep", "submit_run",
-    "submit_sweep", "sweep_of",
+    "BackendOffers", "JobList", "Project", "RunPlan", "backend_for", "backend_names",
+    "backend_offers", "fetch_root", "list_jobs", "locate_project", "open_project", "plan_run",
+    "submit_run",
 ]  # fmt: skip
 
 PYPROJECT = "pyproject.toml"

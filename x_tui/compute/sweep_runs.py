@@ -5,8 +5,6 @@ plan per grid point, each with its values in the spec's ``env``; :func:`submit_s
 them in order, rewriting the sweep's record (:mod:`x_tui.compute.sweeps`) after each run, so a
 sweep stopped part-way still groups and cancels what it started. :func:`list_sweeps`,
 :func:`sweep_of` and :func:`load_sweep` find sweeps again, for the CLI and the TUI.
-
-:mod:`x_tui.compute.operations` re-exports every name here; import them from there.
 """
 
 from __future__ import annotations
@@ -17,9 +15,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from x_tui.compute.errors import UserError
+from x_tui.compute.operations import Project, RunPlan, plan_run, submit_run
 
 if TYPE_CHECKING:
-    from x_tui.compute.operations import Project, RunPlan
     from x_tui.compute.store import RunStore
     from x_tui.compute.sweeps import StoredSweeps, Sweep, SweepAxis, SweepStore
 
@@ -70,7 +68,6 @@ def plan_sweep(
             is also one of the job's secrets.
         UserError: Whatever :func:`plan_run` raises.
     """
-    from x_tui.compute.operations import plan_run
     from x_tui.compute.sweeps import SweepError, grid, with_parameters
 
     points = grid(axes)
@@ -113,7 +110,6 @@ def submit_sweep(
     """
     import datetime as dt
 
-    from x_tui.compute.operations import submit_run
     from x_tui.compute.secrets import capture
     from x_tui.compute.sweeps import Sweep, SweepRun, SweepStore, new_sweep_id
 

@@ -61,10 +61,10 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SshServer]:
 
 
 @pytest.fixture
-def outside_tmp(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Path]:
+def outside_tmp(tmp_path: Path) -> Iterator[Path]:
     """A fresh directory that is not under /tmp, removed afterwards.
 
     The copy transport's sandbox mounts a fresh /tmp, which would hide a fake cluster's home
     under it; a real cluster's home is never there.
     """
-    yield from outside_tmp_dir(request, tmp_path.name)
+    yield from outside_tmp_dir(tmp_path.name)

@@ -169,19 +169,23 @@ def _is_under_tmp(path: Path) -> bool:
     return any(resolved == top or resolved.is_relative_to(top) for top in temporary)
 
 
-def outside_tmp_dir(request: pytest.FixtureRequest, name: str) -> Iterator[Path]:
+def outside_tmp_dir(name: str) -> Iterator[Path]:
     """A fresh directory not under /tmp, removed afterwards.
 
     The copy transport's worker runs under bubblewrap with a fresh ``/tmp``, so a fake cluster
-    (its home, its workdir) must live elsewhere: under pytest's cache directory, or, when the
-    checkout itself lies under /tmp (a CI clone, say), under ``~/.cache``.
+    (its home, its workdir) must live elsewhere: under ``$X_TUI_TEST_CLUSTERS``, else
+    ``~/.cache/x-tui-tests/fake-clusters`` (never pytest's cache, which a run may lack). Each
+    directory's name is unique, so tests running in parallel never share one.
     """
-    base = Path(request.config.cache.mkdir("x-tui-fake-clusters"))
+    base = Path(
+        os.environ.get("X_TUI_TEST_CLUSTERS")
+        or Path.home() / ".cache" / "x-tui-tests" / "fake-clusters"
+    )
     if _is_under_tmp(base):
-        base = Path.home() / ".cache" / "x-tui-tests" / "fake-clusters"
-        base.mkdir(parents=True, exist_ok=True)
-    path = base / f"{name}-{secrets.token_hex(3)}"
-    path.mkdir(parents=True)
+        raise RuntimeError(f"X_TUI_TEST_CLUSTERS must not lie under /tmp: {base}")
+    base.mkdir(parents=True, exist_ok=True)
+    path = base / f"{name}-{secrets.token_hex(6)}"
+    path.mkdir()
     try:
         yield path
     finally:

@@ -1,0 +1,66 @@
+"""What every test may share: the deadline a test waits for something, and the one way to wait.
+
+A test waits for a condition, never for a measured time: :func:`wait_for` polls a condition in
+plain code, :func:`wait_until` lets a Textual app run (through its ``Pilot``) until a condition
+holds. Both fail naming what they waited for once :data:`DEADLINE` has passed; the deadline is
+generous (the machine may be busy) and is a failure, never a timing threshold.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from textual.css.query import NoMatches
+from textual.pilot import Pilot
+
+from x_tui.app.monitor import PollIntervals
+
+T = TypeVar("T")
+
+DEADLINE = 60.0
+"""Seconds a test waits for something before it fails (runs take about one second here)."""
+
+EVERY = 0.02
+"""Seconds between two looks at a condition."""
+
+QUICK_POLLS = PollIntervals(first=0.1, max=0.4)
+"""How often a test's app polls unfinished runs (``XTuiApp(poll_intervals=QUICK_POLLS)``): a
+test's run ends in about a second, and the app's own intervals would wait up to two more."""
+
+
+def wait_for(
+    condition: Callable[[], T], what: str, *, deadline: float = DEADLINE, every: float = EVERY
+) -> T:
+    """Look at ``condition()`` until it is truthy and return it; fail naming ``what``."""
+    give_up = time.monotonic() + deadline
+    while not (found := condition()):
+        if time.monotonic() > give_up:
+            raise AssertionError(f"gave up waiting for {what} after {deadline:g} s")
+        time.sleep(every)
+    return found
+
+
+async def wait_until(
+    pilot: Pilot[object], condition: Callable[[], bool], what: str, *, deadline: float = DEADLINE
+) -> None:
+    """Let the app run until ``condition()`` holds; fail naming ``what`` after the deadline.
+
+    A condition that queries a widget the screen has not composed yet counts as not holding.
+    """
+    loop = asyncio.get_running_loop()
+    give_up = loop.time() + deadline
+    while not _holds(condition):
+        if loop.time() > give_up:
+            raise AssertionError(f"gave up waiting for {what} after {deadline:g} s")
+        await pilot.pause(EVERY * 2.5)
+    await pilot.pause()
+
+
+def _holds(condition: Callable[[], bool]) -> bool:
+    try:
+        return condition()
+    except NoMatches:  # the screen has not composed its widgets yet
+        return False

@@ -33,7 +33,7 @@ from x_tui.compute.errors import ConfigError, UserError
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.operations import JobList, Project, RunPlan
 from x_tui.compute.outputs import OutsideOutputsError, read_output
-from x_tui.compute.store import RunHandle, RunStore, StoredRuns, default_state_dir
+from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
 
 
@@ -211,10 +211,6 @@ class Service:
             return self._backends.setdefault(key, built)
 
     # Runs -----------------------------------------------------------------------------------
-
-    def read_runs(self) -> StoredRuns:
-        """Every stored handle, newest first, and each unreadable record with the reason."""
-        return self.store.read_all()
 
     @property
     def sweeps_dir(self) -> Path:

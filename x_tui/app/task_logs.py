@@ -64,7 +64,6 @@ class TaskLogs(Vertical):
         self.stream = "stdout"
         self.attempt: int | None = None
         self.attempts: tuple[int, ...] = ()
-        self.live = True
         self._active = False
         self._opened: Path | None = None
 

@@ -89,15 +89,6 @@ class ComputeConfig:
         return f"{self.path or PYPROJECT}: [{name}]"
 
 
-def find_project(start: Path) -> Path | None:
-    """The nearest directory at or above ``start`` that holds a ``pyproject.toml``."""
-    start = start.resolve()
-    for directory in (start, *start.parents):
-        if (directory / PYPROJECT).is_file():
-            return directory
-    return None
-
-
 def load_pyproject(path: Path) -> dict[str, Any]:
     """Parse a ``pyproject.toml`` into plain Python values.
 

@@ -110,11 +110,6 @@ class SearchBar(Horizontal):
         """Hide the bar."""
         self.remove_class("-open")
 
-    @property
-    def is_open(self) -> bool:
-        """Whether the bar is shown."""
-        return self.has_class("-open")
-
     def action_close(self) -> None:
         """Close without changing anything."""
         self.close()

@@ -126,10 +126,6 @@ class LineSearch:
         at = bisect.bisect_left(self.lines, line)
         return at + 1 if at < len(self.lines) and self.lines[at] == line else 0
 
-    def contains(self, line: int) -> bool:
-        """Whether ``line`` matches."""
-        return self.position(line) > 0
-
     def _stop_thread(self) -> None:
         self._generation += 1
         if self._cancel is not None:
@@ -272,10 +268,6 @@ class FilterRows:
         """
         stop = min(self._wanted_to, line_count - 1) + 1
         self.rows.extend(range(self._next_row(), stop))
-
-    def row_of(self, line: int) -> int:
-        """The row showing ``line``, or the first row after it (``len(rows)`` if none)."""
-        return bisect.bisect_left(self.rows, line)
 
     def _next_row(self) -> int:
         return self.rows[-1] + 1 if self.rows else 0

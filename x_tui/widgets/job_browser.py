@@ -66,7 +66,6 @@ class JobBrowser(Vertical):
         super().__init__(id=id, classes=classes)
         self._names: list[str] = []
         self._jobs = JobList()
-        self._resolved = False
         self._backend: str | None = None
         self._empty_reason: str = ""
 
@@ -108,7 +107,6 @@ class JobBrowser(Vertical):
         self._names = list(names)
         self._backend = backend
         self._jobs = JobList()
-        self._resolved = False
         self._empty_reason = empty_reason
         options = self.option_list
         options.clear_options()
@@ -126,7 +124,6 @@ class JobBrowser(Vertical):
             jobs: The resolved jobs and the problems of the others.
         """
         self._jobs = jobs
-        self._resolved = True
         options = self.option_list
         for index, name in enumerate(self._names):
             options.replace_option_prompt_at_index(index, self._prompt(name))

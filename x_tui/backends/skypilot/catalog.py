@@ -37,8 +37,6 @@ class Offer:
         accelerator: The accelerator kind, as SkyPilot spells it.
         count: How many accelerators one machine has.
         instance_type: The machine type.
-        vcpus: Its virtual CPUs, when the catalog says.
-        memory_gib: Its memory in GiB, when the catalog says.
         price: On-demand US dollars per hour, cheapest region.
         spot_price: Spot US dollars per hour, when offered.
         region: The region of that price.
@@ -48,8 +46,6 @@ class Offer:
     accelerator: str
     count: float
     instance_type: str
-    vcpus: float | None
-    memory_gib: float | None
     price: float
     spot_price: float | None
     region: str
@@ -79,8 +75,6 @@ def read_offers(answer: JsonValue) -> tuple[Offer, ...]:
                 accelerator=str(entry["accelerator"]),
                 count=count,
                 instance_type=str(entry.get("instance_type", "")),
-                vcpus=_number(entry.get("vcpus")),
-                memory_gib=_number(entry.get("memory_gib")),
                 price=price,
                 spot_price=_number(entry.get("spot_price")),
                 region=str(entry.get("region", "")),

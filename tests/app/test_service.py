@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import datetime as dt
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import DEADLINE
+from tests.support import DEADLINE, wait_for
 from x_tui.app.service import Deadlines, Service
 from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.errors import BackendUnavailableError, ProviderError
@@ -80,14 +79,6 @@ def _service(state: Path, provider: ComputeBackend, **deadlines: float) -> Servi
     )
 
 
-def _eventually(condition: Callable[[], bool], what: str) -> None:
-    give_up = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > give_up:
-            raise AssertionError(f"gave up waiting for {what}")
-        time.sleep(0.01)
-
-
 def _text(path: Path) -> str:
     return path.read_text(encoding="utf-8") if path.exists() else ""
 
@@ -97,19 +88,19 @@ def test_a_remote_runs_log_is_spooled_into_a_local_file_as_it_arrives(tmp_path: 
     service = _service(tmp_path, provider)
     path = service.log_path(_handle())
     assert path == tmp_path / "x-tui" / "logs" / f"{RUN_ID}.log"
-    _eventually(lambda: _text(path) == "first line\n", "the first line")
+    wait_for(lambda: _text(path) == "first line\n", "the first line")
     provider.release.set()
-    _eventually(lambda: _text(path) == "first line\nsecond line\n", "the second line")
+    wait_for(lambda: _text(path) == "first line\nsecond line\n", "the second line")
     state = service.spool_state(RUN_ID)
     assert state is not None
-    _eventually(lambda: state.finished, "the end of the stream")
+    wait_for(lambda: state.finished, "the end of the stream")
     assert state.error is None
 
 
 def test_a_fully_copied_log_is_not_copied_again(tmp_path: Path) -> None:
     first = FarawayProvider(["only line"])
     path = _service(tmp_path, first).log_path(_handle())
-    _eventually(lambda: (path.with_suffix(".done")).exists(), "the finished copy")
+    wait_for(lambda: (path.with_suffix(".done")).exists(), "the finished copy")
 
     again = FarawayProvider(["only line"])
     later = _service(tmp_path, again)
@@ -128,7 +119,7 @@ def test_a_log_stream_that_breaks_keeps_what_came_and_says_why(tmp_path: Path) -
     path = service.log_path(_handle())
     state = service.spool_state(RUN_ID)
     assert state is not None
-    _eventually(lambda: state.finished, "the broken stream")
+    wait_for(lambda: state.finished, "the broken stream")
     assert state.error == "the log stream broke: connection reset"
     assert _text(path) == "kept\n"
     assert not path.with_suffix(".done").exists()

@@ -23,15 +23,13 @@ from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 from x_tui.compute.store import RunHandle
 from x_tui.testing import SCRIPTS, wait_for_line, wait_until_final
 
-from .fake_modal.harness import FakeModal, install_fake_modal, make_project
+from .fake_modal import fixtures as modal_fixtures
+from .fake_modal.harness import FakeModal, make_project
+
+fake = modal_fixtures.fake_modal
+
 
 LOUD = "for i in range(150):\n    print(f'line {i}', flush=True)\n"
-
-
-@pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModal]:
-    """The fake ``modal``, installed for one test."""
-    yield from install_fake_modal(tmp_path, monkeypatch)
 
 
 @pytest.fixture

@@ -15,7 +15,6 @@ import os
 import subprocess
 import sys
 import textwrap
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +30,11 @@ from x_tui.compute.secrets import SecretsRequest, SecretValues
 from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 from x_tui.testing import SCRIPTS, wait_for_line, wait_until_final
 
-from .fake_modal.harness import FAKE_DIR, FakeModal, install_fake_modal, make_project
+from .fake_modal import fixtures as modal_fixtures
+from .fake_modal.harness import FAKE_DIR, FakeModal, make_project
+
+fake = modal_fixtures.fake_modal
+
 
 _DUMP = textwrap.dedent(
     """
@@ -124,12 +127,6 @@ def real() -> dict[str, Any]:
 def fake_description() -> dict[str, Any]:
     """What the fake ``modal`` says of the same."""
     return _describe(_fake_apis(), _fake_exceptions(), fake=True)
-
-
-@pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModal]:
-    """The fake ``modal``, installed for one test."""
-    yield from install_fake_modal(tmp_path, monkeypatch)
 
 
 def test_the_real_modal_is_the_pinned_release(real: dict[str, Any]) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -11,13 +10,10 @@ from x_tui.backends.modal import ModalBackend
 from x_tui.compute.backend import ComputeBackend
 from x_tui.testing import BackendContract
 
-from .fake_modal.harness import FakeModal, install_fake_modal
+from .fake_modal import fixtures as modal_fixtures
 
-
-@pytest.fixture(autouse=True)
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModal]:
-    """The fake ``modal``, installed for each test."""
-    yield from install_fake_modal(tmp_path, monkeypatch)
+fake = modal_fixtures.fake_modal
+pytestmark = pytest.mark.usefixtures("fake")
 
 
 class TestModalBackendOnTheFake(BackendContract):

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,7 +27,7 @@ from x_tui.compute.spec import JobSpec, Task
 from x_tui.compute.store import RunStore
 from x_tui.testing import wait_until_final
 
-from .fake_modal.harness import PYPROJECT, FakeModal, install_fake_modal
+from .fake_modal.harness import PYPROJECT, FakeModal
 
 SECRET = f"xt-{secrets.token_hex(12)}-shell-value"
 """A value captured from the submitting shell, which no file has any business holding."""
@@ -53,6 +52,9 @@ CHECK = (
 FLAKY = """\
 import pathlib
 import sys
+
+fake = modal_fixtures.fake_modal
+
 
 counter = pathlib.Path("flaky.count")
 number = int(counter.read_text()) + 1 if counter.exists() else 1
@@ -99,12 +101,6 @@ timeout_seconds = 300
 secrets = {{ platform = ["absent"] }}
 commands = {{ greet = ["python", "-c", "pass"] }}
 """
-
-
-@pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModal]:
-    """The fake ``modal``, installed for one test."""
-    yield from install_fake_modal(tmp_path, monkeypatch)
 
 
 @pytest.fixture

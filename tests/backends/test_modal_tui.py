@@ -3,16 +3,13 @@
 from __future__ import annotations
 
 import asyncio
-import time
-from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widgets import Button, TabbedContent
 
-from tests.support import QUICK_POLLS
+from tests.support import QUICK_POLLS, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.service import Service
@@ -20,7 +17,11 @@ from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.backend import RunState
 from x_tui.compute.operations import open_project
 
-from .fake_modal.harness import PYPROJECT, FakeModal, install_fake_modal
+from .fake_modal import fixtures as modal_fixtures
+from .fake_modal.harness import PYPROJECT, FakeModal
+
+fake = modal_fixtures.fake_modal
+
 
 DEADLINE = 60.0
 
@@ -41,13 +42,6 @@ second = ["python", "-c", "import time; print('second sleeping', flush=True); ti
 
 
 @pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModal]:
-    """The fake ``modal``, and a private state directory and settings file for the app."""
-    monkeypatch.setenv("X_TUI_CONFIG", str(tmp_path / "no-settings.toml"))
-    yield from install_fake_modal(tmp_path, monkeypatch)
-
-
-@pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A packaged project whose default backend is modal."""
     root = tmp_path / "sample"
@@ -60,24 +54,10 @@ def _text(app: XTuiApp) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
-async def _wait(pilot: Pilot[object], condition: Callable[[], bool], what: str) -> None:
-    give_up = time.monotonic() + DEADLINE
-    while True:
-        try:
-            if condition():
-                break
-        except NoMatches:
-            pass
-        if time.monotonic() > give_up:
-            raise AssertionError(f"gave up waiting for {what}")
-        await pilot.pause(0.05)
-    await pilot.pause()
-
-
 async def _submit(app: XTuiApp, pilot: Pilot[object], project: Path) -> SubmitScreen:
     screen = SubmitScreen("twostep", project=open_project(project))
     await app.push_screen(screen)
-    await _wait(pilot, lambda: screen.plan is not None or screen.error is not None, "a plan")
+    await wait_until(pilot, lambda: screen.plan is not None or screen.error is not None, "a plan")
     assert screen.plan is not None, screen.error
     await pilot.press("enter")
     return screen
@@ -94,13 +74,13 @@ def test_without_a_token_the_submit_screen_says_how_to_configure_modal(
         app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await _submit(app, pilot, project)
-            await _wait(pilot, lambda: "Not submitted" in _text(app), "the refusal")
+            await wait_until(pilot, lambda: "Not submitted" in _text(app), "the refusal")
             assert "Modal has no credentials here" in _text(app)
             assert "modal token new" in _text(app)
             assert app.screen is screen
             assert not screen.query_one("#submit-go", Button).disabled
             await pilot.press("escape")
-            await _wait(pilot, lambda: app.screen is not screen, "the screen to close")
+            await wait_until(pilot, lambda: app.screen is not screen, "the screen to close")
 
     asyncio.run(scenario())
     assert fake.rpcs() == []
@@ -115,14 +95,14 @@ def test_a_modal_run_shows_live_cancels_and_fetches_from_the_tui(
         app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(120, 40)) as pilot:
             await _submit(app, pilot, project)
-            await _wait(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+            await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
             screen = app.screen
             assert isinstance(screen, RunScreen)
             assert screen.handle.backend == "modal"
-            await _wait(pilot, lambda: "second sleeping" in _text(app), "the log line")
+            await wait_until(pilot, lambda: "second sleeping" in _text(app), "the log line")
             assert screen.state is RunState.RUNNING
             screen.query_one("#run-tabs", TabbedContent).active = "tab-manifest"
-            await _wait(
+            await wait_until(
                 pilot,
                 lambda: any(
                     line.split()[:2] == ["first", "succeeded"] for line in _text(app).splitlines()
@@ -130,13 +110,15 @@ def test_a_modal_run_shows_live_cancels_and_fetches_from_the_tui(
                 "the first task's row, read from the Volume while the run goes on",
             )
             await pilot.press("c")
-            await _wait(pilot, lambda: "Cancel run" in _text(app), "the question")
+            await wait_until(pilot, lambda: "Cancel run" in _text(app), "the question")
             await pilot.press("y")
-            await _wait(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+            await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
             await pilot.press("f")
-            await _wait(pilot, lambda: "into this directory" in _text(app), "the fetch question")
+            await wait_until(
+                pilot, lambda: "into this directory" in _text(app), "the fetch question"
+            )
             await pilot.press("enter")
-            await _wait(pilot, lambda: "Fetched " in _text(app), "the fetch to end")
+            await wait_until(pilot, lambda: "Fetched " in _text(app), "the fetch to end")
 
     asyncio.run(scenario())
     fetched = list((tmp_path / "default-state" / "compute" / "fetched").glob("*/first/stdout.log"))

@@ -11,7 +11,6 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -27,11 +26,12 @@ from x_tui.compute.store import RunHandle
 from x_tui.testing import wait_until_final
 
 from .fake_sky import fixtures
-from .fake_sky.harness import FakeSky, SshServer, install_fake_sky, make_locked_project
+from .fake_sky.harness import FakeSky, SshServer, make_locked_project
 
 outside_tmp = fixtures.outside_tmp
 sky_tool = fixtures.sky_tool
 sshd = fixtures.sshd
+fake = fixtures.fake_sky_over_ssh
 
 WRITES = (
     "import os, pathlib\n"
@@ -40,18 +40,6 @@ WRITES = (
     "(out / 'result' / 'value.txt').write_text('42')\n"
     "print('wrote', flush=True)\n"
 )
-
-
-@pytest.fixture
-def fake(
-    sky_tool: fixtures.SkyTool,
-    sshd: SshServer,
-    outside_tmp: Path,
-    monkeypatch: pytest.MonkeyPatch,
-) -> Iterator[FakeSky]:
-    for found in install_fake_sky(sky_tool, outside_tmp / "sky", monkeypatch):
-        sshd.configure(found)
-        yield found
 
 
 @pytest.fixture

@@ -13,12 +13,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.support import wait_for
 from x_tui.backends.skypilot import CancelFailed, SkyPilotBackend
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import UserError
@@ -47,18 +47,6 @@ timeout_seconds = 120
 """
 
 WAIT_SECONDS = 120.0
-
-
-def eventually(check: Callable[[], object], what: str, seconds: float = WAIT_SECONDS) -> object:
-    """Poll ``check`` until it returns something true; that value."""
-    deadline = time.monotonic() + seconds
-    while True:
-        found = check()
-        if found:
-            return found
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} did not happen in {seconds:g} s")
-        time.sleep(0.05)
 
 
 @pytest.fixture
@@ -131,7 +119,7 @@ def test_killing_xtui_between_the_launch_request_and_its_answer_finds_the_same_r
     submitted = process.stdout.readline()
     assert submitted.startswith("Submitted hello-"), submitted + (process.stderr.read() or "")
     run_id = submitted.split()[1]
-    eventually(lambda: fake_sky.requests("launch")[0]["status"] == "RUNNING", "the launch")
+    wait_for(lambda: fake_sky.requests("launch")[0]["status"] == "RUNNING", "the launch")
     assert process.poll() is None  # x-tui is waiting for the launch's answer
     kill(process)
     fake_sky.release("hold-launch")
@@ -160,7 +148,7 @@ def test_a_submit_killed_before_skypilot_names_the_request_leaves_nothing_runnin
 ) -> None:
     fake_sky.hold("hold-request-id")  # the request exists; sky.launch has not returned its id
     process = xtui("run", "hello", cwd=project, env=env)
-    eventually(lambda: fake_sky.requests("launch"), "the launch request")
+    wait_for(lambda: fake_sky.requests("launch"), "the launch request")
     kill(process)
     fake_sky.release("hold-request-id")
 
@@ -169,9 +157,9 @@ def test_a_submit_killed_before_skypilot_names_the_request_leaves_nothing_runnin
         record = found[0] / "request.json" if found else None
         return bool(record and record.exists() and json.loads(record.read_text())["abandoned"])
 
-    eventually(abandoned, "the bridge undoing the launch x-tui never heard of")
-    eventually(lambda: fake_sky.clusters() == [], "the cluster's teardown")
-    eventually(
+    wait_for(abandoned, "the bridge undoing the launch x-tui never heard of")
+    wait_for(lambda: fake_sky.clusters() == [], "the cluster's teardown")
+    wait_for(
         lambda: fake_sky.requests("launch")[0]["status"] in ("CANCELLED", "SUCCEEDED"),
         "the launch request's end",
     )
@@ -249,7 +237,7 @@ def test_cancelling_a_pending_launch_cancels_the_request_and_nothing_is_left(
 ) -> None:
     fake_sky.hold("hold-launch")
     handle = backend.submit(spec("pending", "print(1)"), project=bare_project)
-    eventually(lambda: fake_sky.requests("launch")[0]["status"] == "RUNNING", "the launch")
+    wait_for(lambda: fake_sky.requests("launch")[0]["status"] == "RUNNING", "the launch")
     backend.cancel(handle)
     fake_sky.release("hold-launch")
     assert backend.status(handle) is RunState.CANCELLED
@@ -262,7 +250,7 @@ def running(backend: SkyPilotBackend, bare_project: Path) -> RunHandle:
         spec("slow", "import time; print('sleeping', flush=True); time.sleep(600)"),
         project=bare_project,
     )
-    eventually(lambda: backend.status(handle) is RunState.RUNNING, "the run starting")
+    wait_for(lambda: backend.status(handle) is RunState.RUNNING, "the run starting")
     return handle
 
 

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from textual.css.query import NoMatches
 from textual.pilot import Pilot
 from textual.widgets import Button, TabbedContent
 
-from tests.support import QUICK_POLLS
+from tests.support import QUICK_POLLS, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.service import Service
@@ -69,24 +66,10 @@ def _text(app: XTuiApp) -> str:
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
 
 
-async def _wait(pilot: Pilot[object], condition: Callable[[], bool], what: str) -> None:
-    give_up = time.monotonic() + DEADLINE
-    while True:
-        try:
-            if condition():
-                break
-        except NoMatches:
-            pass
-        if time.monotonic() > give_up:
-            raise AssertionError(f"gave up waiting for {what}")
-        await pilot.pause(0.05)
-    await pilot.pause()
-
-
 async def _submit(app: XTuiApp, pilot: Pilot[object], project: Path) -> SubmitScreen:
     screen = SubmitScreen("twostep", project=open_project(project))
     await app.push_screen(screen)
-    await _wait(pilot, lambda: screen.plan is not None or screen.error is not None, "a plan")
+    await wait_until(pilot, lambda: screen.plan is not None or screen.error is not None, "a plan")
     assert screen.plan is not None, screen.error
     await pilot.press("enter")
     return screen
@@ -99,13 +82,13 @@ def test_without_skypilot_the_submit_screen_says_how_to_install_it(tmp_path: Pat
         app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await _submit(app, pilot, project)
-            await _wait(pilot, lambda: "Not submitted" in _text(app), "the refusal")
+            await wait_until(pilot, lambda: "Not submitted" in _text(app), "the refusal")
             assert "SkyPilot is not installed here" in _text(app)
             assert "uv tool install" in _text(app)
             assert app.screen is screen
             assert not screen.query_one("#submit-go", Button).disabled
             await pilot.press("escape")
-            await _wait(pilot, lambda: app.screen is not screen, "the screen to close")
+            await wait_until(pilot, lambda: app.screen is not screen, "the screen to close")
 
     asyncio.run(scenario())
 
@@ -125,7 +108,7 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
         app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(140, 40)) as pilot:
             await _submit(app, pilot, project)
-            await _wait(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+            await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
             screen = app.screen
             assert isinstance(screen, RunScreen)
             assert screen.handle.backend == "skypilot"
@@ -134,10 +117,10 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
             assert f"cluster {details['cluster']}" in shown
             assert f"request_id {details['request_id']}" in shown
             assert "transport bucket" in shown
-            await _wait(pilot, lambda: "second sleeping" in _text(app), "the log line")
+            await wait_until(pilot, lambda: "second sleeping" in _text(app), "the log line")
             assert screen.state is RunState.RUNNING
             screen.query_one("#run-tabs", TabbedContent).active = "tab-manifest"
-            await _wait(
+            await wait_until(
                 pilot,
                 lambda: any(
                     line.split()[:2] == ["first", "succeeded"] for line in _text(app).splitlines()
@@ -145,13 +128,15 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
                 "the first task's row, read from the bucket while the run goes on",
             )
             await pilot.press("c")
-            await _wait(pilot, lambda: "Cancel run" in _text(app), "the question")
+            await wait_until(pilot, lambda: "Cancel run" in _text(app), "the question")
             await pilot.press("y")
-            await _wait(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+            await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
             await pilot.press("f")
-            await _wait(pilot, lambda: "into this directory" in _text(app), "the fetch question")
+            await wait_until(
+                pilot, lambda: "into this directory" in _text(app), "the fetch question"
+            )
             await pilot.press("enter")
-            await _wait(pilot, lambda: "Fetched " in _text(app), "the fetch to end")
+            await wait_until(pilot, lambda: "Fetched " in _text(app), "the fetch to end")
 
     asyncio.run(scenario())
     assert fake_sky.clusters() == []

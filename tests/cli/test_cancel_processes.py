@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support import wait_for
 from x_tui.backends import local_process
 from x_tui.cli import main
 from x_tui.compute import run_processes
@@ -57,20 +57,13 @@ def _start_family(cli: Cli) -> tuple[str, int, list[int]]:
     run_id = cli.submitted_id(submitted.stdout)
     handle = json.loads((cli.runs / f"{run_id}.json").read_text())
     pids_file = Path(handle["details"]["run_dir"]) / "outputs" / "family" / "pids"
-    for _ in range(600):
-        if pids_file.exists() and pids_file.read_text():
-            break
-        time.sleep(0.05)
+    wait_for(lambda: pids_file.exists() and pids_file.read_text(), "the tasks' pids")
     tasks = [int(pid) for pid in pids_file.read_text().split()]
     return run_id, int(handle["details"]["pid"]), tasks
 
 
 def _wait_gone(pid: int) -> None:
-    for _ in range(400):
-        if not _is_running(pid):
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"pid {pid} still runs")
+    wait_for(lambda: not _is_running(pid), f"pid {pid} to end")
 
 
 def test_a_killed_workers_tasks_read_as_running_and_two_cancels_at_once_stop_them(

@@ -9,17 +9,12 @@ local backend holds nothing once a run ends: the verb is refused there.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import pytest
 from backends.fake_sky import fixtures
 from backends.fake_sky.harness import (
     FakeSky,
-    SkyTool,
-    SshServer,
-    install_fake_sky,
     make_locked_project,
     run_cli,
     sky_pyproject,
@@ -31,21 +26,13 @@ if TYPE_CHECKING:
 outside_tmp = fixtures.outside_tmp
 sky_tool = fixtures.sky_tool
 sshd = fixtures.sshd
+fake = fixtures.fake_sky_over_ssh
 
 JOB = """\
 [tool.substrax.compute.jobs.hello]
 commands = { hi = ["python", "-c", "print('hi from the cluster', flush=True)"] }
 timeout_seconds = 120
 """
-
-
-@pytest.fixture
-def fake(
-    sky_tool: SkyTool, sshd: SshServer, outside_tmp: Path, monkeypatch: pytest.MonkeyPatch
-) -> Iterator[FakeSky]:
-    for found in install_fake_sky(sky_tool, outside_tmp / "sky", monkeypatch):
-        sshd.configure(found)
-        yield found
 
 
 def test_teardown_removes_an_ended_runs_cluster_and_names_a_failed_step(

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import support
 from x_tui.compute.log_times import LogTimes
 from x_tui.compute.manifest import (
     JobManifest,
@@ -78,11 +79,7 @@ def outputs(tmp_path: Path) -> Path:
 
 def wait_for(path: Path, what: str) -> None:
     """Wait for a file a task writes; a generous bound only keeps a broken run from hanging."""
-    give_up = time.monotonic() + 60
-    while not path.exists():
-        if time.monotonic() > give_up:
-            raise AssertionError(f"{what} never appeared at {path}")
-        time.sleep(0.02)
+    support.wait_for(path.exists, f"{what} at {path}")
 
 
 def running(pid: int) -> bool:

@@ -9,10 +9,10 @@ read x-tui's; and ``substrax-compute status`` still lists every run after x-tui 
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 
 from tests.interop.harness import Substrax
+from tests.support import wait_for
 from x_tui.compute.backend import RunState
 from x_tui.compute.operations import backend_for
 from x_tui.compute.store import RunStore, SettingsOrigin, handle_json
@@ -24,15 +24,6 @@ def without_seconds(manifest: str) -> object:
     for task in data["tasks"]:
         task.pop("seconds")
     return data
-
-
-def wait_for(predicate: object, what: str, seconds: float = 60.0) -> None:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():  # type: ignore[operator]
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def submitted(stdout: str) -> str:

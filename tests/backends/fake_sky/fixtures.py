@@ -1,7 +1,8 @@
 """Pytest fixtures of the skypilot tests; a test module imports the ones it uses.
 
 ``sky_tool`` is the fake SkyPilot's tool environment; ``fake_sky`` a fresh fake SkyPilot state
-for one test; ``s3`` moto's server and ``sshd`` a real sshd, both on 127.0.0.1 for the session,
+for one test (``fake_sky_over_ssh``: its clusters reached over ``sshd``); ``s3`` moto's
+server and ``sshd`` a real sshd, both on 127.0.0.1 for the session,
 skipped with the reason when their programs are missing; ``outside_tmp`` a directory not under
 /tmp, for fake clusters whose worker runs in a sandbox with a /tmp of its own.
 """
@@ -40,6 +41,18 @@ def fake_sky(
 ) -> Iterator[FakeSky]:
     """A fresh fake SkyPilot (its API server state) for one test."""
     yield from install_fake_sky(sky_tool, tmp_path / "fake-sky", monkeypatch)
+
+
+@pytest.fixture
+def fake_sky_over_ssh(
+    sky_tool: SkyTool, sshd: SshServer, outside_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeSky]:
+    """A fresh fake SkyPilot whose clusters are reached over the real ``sshd`` (the copy
+    transport), their homes outside /tmp; a module using it also binds ``sshd`` and
+    ``outside_tmp``."""
+    for found in install_fake_sky(sky_tool, outside_tmp / "sky", monkeypatch):
+        sshd.configure(found)
+        yield found
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,19 @@
+"""Pytest fixtures of the Modal tests; a test module binds the one it uses (``fake = fake_modal``).
+
+``fake_modal`` makes ``import modal`` give the fake, with a token, for one test.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from .harness import FakeModal, install_fake_modal
+
+
+@pytest.fixture
+def fake_modal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModal]:
+    """The fake ``modal``, installed for one test."""
+    yield from install_fake_modal(tmp_path, monkeypatch)

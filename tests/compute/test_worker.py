@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -820,22 +821,54 @@ def zipapp(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return write_worker_zipapp(tmp_path_factory.mktemp("zipapp"))
 
 
-def isolated_python(*args: str) -> list[str]:
-    """This interpreter without site-packages, user site or ``PYTHONPATH``: no x-tui on it."""
-    return [sys.executable, "-I", "-S", *args]
+def isolated_python(*args: str, python: str = sys.executable) -> list[str]:
+    """``python`` without site-packages, user site or ``PYTHONPATH``: no x-tui on it."""
+    return [python, "-I", "-S", *args]
+
+
+def _oldest_python() -> str | None:
+    """A Python 3.10 (the oldest the worker promises), from pyenv or ``PATH``; ``None``."""
+    found = sorted(Path.home().glob(".pyenv/versions/3.10.*/bin/python3"))
+    return str(found[-1]) if found else shutil.which("python3.10")
+
+
+OLDEST_PYTHON = _oldest_python()
+
+WORKER_PYTHONS = [
+    pytest.param(sys.executable, id="this-python"),
+    pytest.param(
+        OLDEST_PYTHON,
+        id="python3.10",
+        marks=pytest.mark.skipif(
+            OLDEST_PYTHON is None, reason="no Python 3.10 here (pyenv's or python3.10 on PATH)"
+        ),
+    ),
+]
 
 
 def isolated_env() -> dict[str, str]:
     return {name: value for name, value in os.environ.items() if name != "PYTHONPATH"}
 
 
+@pytest.mark.parametrize("python", WORKER_PYTHONS)
 def test_the_zipapp_runs_where_x_tui_is_not_importable(
-    zipapp: Path, project: Path, tmp_path: Path
+    zipapp: Path, project: Path, tmp_path: Path, python: str
 ) -> None:
     probe = subprocess.run(
-        isolated_python("-c", "import x_tui"), capture_output=True, env=isolated_env(), check=False
+        isolated_python("-c", "import sys, x_tui", python=python),
+        capture_output=True,
+        env=isolated_env(),
+        check=False,
     )
     assert probe.returncode != 0, "x_tui must not be importable for this test to mean anything"
+    if python != sys.executable:
+        version = subprocess.run(
+            [python, "-c", "import sys; print(*sys.version_info[:2])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        assert version.stdout.split() == ["3", "10"]
     spec = write_spec(
         tmp_path,
         job(task("hello", "print('hello from the task')"), task("fails", "raise SystemExit(5)")),
@@ -850,6 +883,7 @@ def test_the_zipapp_runs_where_x_tui_is_not_importable(
             str(project),
             "--outputs",
             str(tmp_path / "out"),
+            python=python,
         ),
         cwd=tmp_path,
         env=isolated_env(),

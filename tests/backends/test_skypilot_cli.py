@@ -23,6 +23,8 @@ from .fake_sky.harness import (
     sky_pyproject,
 )
 
+pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
+
 fake_sky = fixtures.fake_sky
 s3 = fixtures.s3
 sky_tool = fixtures.sky_tool

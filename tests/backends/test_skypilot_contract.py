@@ -28,6 +28,8 @@ from .fake_sky.harness import (
     make_locked_project,
 )
 
+pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
+
 outside_tmp = fixtures.outside_tmp
 s3 = fixtures.s3
 sky_tool = fixtures.sky_tool

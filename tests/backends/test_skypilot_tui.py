@@ -26,6 +26,8 @@ from x_tui.compute.operations import open_project
 from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, S3Server, make_locked_project
 
+pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
+
 fake_sky = fixtures.fake_sky
 s3 = fixtures.s3
 sky_tool = fixtures.sky_tool

@@ -12,6 +12,7 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
 from backends.fake_sky import fixtures
 from backends.fake_sky.harness import (
     FakeSky,
@@ -22,6 +23,8 @@ from backends.fake_sky.harness import (
 
 if TYPE_CHECKING:
     from conftest import Cli
+
+pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test, over a real sshd
 
 outside_tmp = fixtures.outside_tmp
 sky_tool = fixtures.sky_tool

@@ -1,4 +1,5 @@
-"""What every test may share: the deadline a test waits for something, and the one way to wait.
+"""What every test may share: the deadline a test waits for something, the one way to wait, and
+a lock for the rare test that must use a fixed path.
 
 A test waits for a condition, never for a measured time: :func:`wait_for` polls a condition in
 plain code, :func:`wait_until` lets a Textual app run (through its ``Pilot``) until a condition
@@ -9,8 +10,12 @@ generous (the machine may be busy) and is a failure, never a timing threshold.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import fcntl
+import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import TypeVar
 
 from textual.css.query import NoMatches
@@ -64,3 +69,19 @@ def _holds(condition: Callable[[], bool]) -> bool:
         return condition()
     except NoMatches:  # the screen has not composed its widgets yet
         return False
+
+
+@contextlib.contextmanager
+def exclusive(name: str) -> Iterator[None]:
+    """Hold the machine-wide lock ``name`` (a ``flock`` on ``<tmp>/<name>.lock``) inside the block.
+
+    For what cannot be made private to one test (a fixed path that shows on screen, a one-time
+    install): tests in other workers, or in another checkout's run, wait their turn.
+    """
+    path = Path(tempfile.gettempdir()) / f"{name}.lock"
+    with path.open("a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)

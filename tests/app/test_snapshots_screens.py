@@ -17,7 +17,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import TabbedContent
 
-from tests.support import wait_until
+from tests.support import exclusive, wait_until
 from x_tui.app.help_screen import HelpScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
@@ -71,7 +71,16 @@ evaluate = ["python", "-m", "sample.evaluate"]
 
 @pytest.fixture
 def fixed(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    """A state directory and a project at fixed paths, and this machine's description pinned."""
+    """A state directory and a project at fixed paths, and this machine's description pinned.
+
+    The paths are the same for every test here (they show on screen), so one test at a time on
+    this machine holds them.
+    """
+    with exclusive("x-tui-screen-snapshots"):
+        yield from _fixed_files(monkeypatch)
+
+
+def _fixed_files(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     shutil.rmtree(BASE, ignore_errors=True)
     state = BASE / "state"
     project = BASE / "sample"

@@ -27,7 +27,10 @@ from x_tui.compute.spec import JobSpec, Task
 from x_tui.compute.store import RunStore
 from x_tui.testing import wait_until_final
 
+from .fake_modal import fixtures as modal_fixtures
 from .fake_modal.harness import PYPROJECT, FakeModal
+
+fake = modal_fixtures.fake_modal
 
 SECRET = f"xt-{secrets.token_hex(12)}-shell-value"
 """A value captured from the submitting shell, which no file has any business holding."""
@@ -52,9 +55,6 @@ CHECK = (
 FLAKY = """\
 import pathlib
 import sys
-
-fake = modal_fixtures.fake_modal
-
 
 counter = pathlib.Path("flaky.count")
 number = int(counter.read_text()) + 1 if counter.exists() else 1

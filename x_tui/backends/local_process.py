@@ -11,12 +11,13 @@ This module never reads or writes a run's files; ``local.py`` does.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import os
 import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -43,7 +44,12 @@ class ProcessInfo:
 
 
 def start_detached(
-    argv: Sequence[str], *, cwd: Path, log: Path, env: Mapping[str, str]
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    log: Path,
+    env: Mapping[str, str],
+    step: Callable[[str], None] | None = None,
 ) -> tuple[int, str]:
     """Start ``argv`` in a new session, its output appended to ``log``, and reap it when it ends.
 
@@ -52,6 +58,8 @@ def start_detached(
         cwd: Its working directory.
         log: The file its standard output and error go to (created or truncated).
         env: Its environment.
+        step: Called once the process is forked, before its start time is read (a fault
+            point of the submit).
 
     Returns:
         Its pid and its start time (see :attr:`ProcessInfo.start_time`).
@@ -70,6 +78,8 @@ def start_detached(
             start_new_session=True,
             close_fds=True,
         )
+    if step is not None:
+        step("worker process started, its start time not read yet")
     # Read the start time before anything can reap the process: a zombie still has it.
     info = process_info(process.pid)
     start_time = info.start_time if info is not None else ""
@@ -214,3 +224,34 @@ def _session_members(session: int) -> list[int]:
         if info is not None and not info.zombie and info.session == session:
             members.append(int(entry.name))
     return members
+
+
+def find_worker(spec: str) -> tuple[int, str] | None:
+    """The live process that runs the worker of the staged spec ``spec``, if there is one.
+
+    A worker is recognised by its arguments, never by a mention: ``--spec`` followed by exactly
+    ``spec`` (a run's own directory, unique to the run). Without ``/proc`` nothing is found.
+
+    Args:
+        spec: The staged run's ``<run_dir>/spec.json``.
+
+    Returns:
+        Its pid and start time (see :attr:`ProcessInfo.start_time`), or ``None``.
+    """
+    if not _PROC.joinpath("self", "stat").exists():
+        return None
+    wanted = spec.encode("utf-8", "surrogateescape")
+    for entry in _PROC.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            argv = entry.joinpath("cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        pairs = itertools.pairwise(argv)
+        if not any(flag == b"--spec" and value == wanted for flag, value in pairs):
+            continue
+        info = _proc_info(int(entry.name))
+        if info is not None and not info.zombie:
+            return int(entry.name), info.start_time
+    return None

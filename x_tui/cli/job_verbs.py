@@ -9,6 +9,7 @@ from x_tui.cli.describe import job_lines, job_summary
 from x_tui.cli.output import complain, escaped, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
 from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, follow_logs
+from x_tui.compute.launches import fault_point
 from x_tui.compute.operations import (
     Project,
     RunPlan,
@@ -146,8 +147,11 @@ def run(args: argparse.Namespace) -> int:
             project_of(args), args.job, axes, backend=args.backend, accelerator=args.accelerator
         )
         return run_sweep(swept, detach=args.detach, into=args.into)
-    handle = submit_run(_plan(args))
+    plan = _plan(args)
+    fault_point("run planned")
+    handle = submit_run(plan)
     say(f"Submitted {handle.run_id} to {handle.backend}.")
+    fault_point("submit reported")
     if args.detach:
         return EXIT_OK
     backend = backend_for(handle)

@@ -12,7 +12,7 @@ import datetime as dt
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -178,14 +178,18 @@ class RunStore:
         """
         return self.root / f"{check_run_id(run_id)}.json"
 
-    def save(self, handle: RunHandle) -> Path:
+    def save(self, handle: RunHandle, *, step: Callable[[str], None] | None = None) -> Path:
         """Write a handle atomically, replacing an earlier one of the same run.
+
+        Args:
+            handle: The handle.
+            step: Called after each step of the write (see ``records.write_atomic``).
 
         Returns:
             The handle's file.
         """
         path = self.path_of(handle.run_id)
-        write_atomic(path, dumps_pretty(handle))
+        write_atomic(path, dumps_pretty(handle), step=step)
         return path
 
     def load(self, run_id: str) -> RunHandle:

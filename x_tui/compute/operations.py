@@ -365,7 +365,7 @@ def submit_run(
     try:
         handle = cast(_Submitter, built).submit(plan.spec, project=plan.project, **hooks)
     except BaseException as error:
-        _abandon(book, launch)
+        _abandon(store, built, launch)
         if isinstance(error, OSError) and not isinstance(error, UserError):
             from x_tui.compute.launches import StoreWriteError
 
@@ -409,13 +409,20 @@ def _forget_launch(book: LaunchBook, run_id: str) -> None:
         book.remove(run_id)
 
 
-def _abandon(book: LaunchBook, launch: RunLaunch) -> None:
-    """The backend refused or failed the run before it started: leave nothing behind."""
+def _abandon(store: RunStore, backend: ComputeBackend, launch: RunLaunch) -> None:
+    """The backend failed the run: leave nothing behind, or keep what may run as a run."""
     if launch.record.details:
-        return  # it did start: the launch record names it, and the next reader adopts it
+        # The provider may have the run (a launch sent, then an error): keep it as a run, whose
+        # state its backend reads; if that fails, the launch record stays for the next reader.
+        answer = cast(_Adopter, backend).adopt(launch.record)
+        if not isinstance(answer, str):
+            with contextlib.suppress(OSError):
+                store.save(answer)
+                _forget_launch(launch.book, launch.run_id)
+        return
     if launch.record.staging:
         shutil.rmtree(launch.record.staging, ignore_errors=True)
-    _forget_launch(book, launch.run_id)
+    _forget_launch(launch.book, launch.run_id)
 
 
 def _cancel_quietly(backend: ComputeBackend, handle: RunHandle) -> None:

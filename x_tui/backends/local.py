@@ -58,7 +58,7 @@ from x_tui.compute.backend import (
 from x_tui.compute.errors import BadRecordError, ConfigError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
-from x_tui.compute.launches import LaunchRecord, RunLaunch
+from x_tui.compute.launches import KILL_AT_ENV, TRACE_ENV, LaunchRecord, RunLaunch
 from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
 from x_tui.compute.records import JsonValue, RecordError
 from x_tui.compute.retries import write_retries_file
@@ -469,6 +469,9 @@ def _worker_environment(secrets: SecretValues | None = None) -> dict[str, str]:
     env = dict(os.environ)
     # x-tui's own virtual environment is not the project's; the interpreter is chosen explicitly.
     env.pop("VIRTUAL_ENV", None)
+    # The submit's fault points are the submitter's; a task that runs x-tui must not inherit them.
+    env.pop(KILL_AT_ENV, None)
+    env.pop(TRACE_ENV, None)
     # The worker's environment is its tasks' base layer; a secret reaches them only this way.
     env.update(secrets or {})
     return env

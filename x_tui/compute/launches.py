@@ -278,14 +278,17 @@ class LaunchBook:
 def probe_writable(directory: Path) -> None:
     """Make sure a record can be written into ``directory`` now, and leave nothing there.
 
+    A directory that does not exist yet is not made: the probe is written in its nearest
+    existing ancestor (the file system the record will be written to), and removed.
+
     Raises:
         StoreWriteError: If it cannot (read-only, full, not a directory...).
     """
+    where = directory
+    while not where.exists() and where.parent != where:
+        where = where.parent
     try:
-        directory.mkdir(parents=True, exist_ok=True)
-        descriptor, name = tempfile.mkstemp(
-            dir=directory, prefix=".x-tui-probe-", suffix=".partial"
-        )
+        descriptor, name = tempfile.mkstemp(dir=where, prefix=".x-tui-probe-", suffix=".partial")
     except OSError as error:
         raise StoreWriteError(_refusal(directory, error)) from None
     try:

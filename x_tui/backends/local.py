@@ -272,8 +272,8 @@ class LocalBackend:
             return record.handle(found_details, settings=self.settings.table())
         if (run_dir / OUTPUTS).exists():
             return (
-                "the submitting process died as the worker started, and the worker ended"
-                f" before it was recorded; its files are kept in {run_dir}"
+                "the submitting process died as the worker started, before recording it, and"
+                f" no live worker of the run was found; its files are kept in {run_dir}"
             )
         shutil.rmtree(run_dir, ignore_errors=True)
         return "the submitting process died before the worker started (nothing ran)"

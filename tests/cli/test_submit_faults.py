@@ -24,7 +24,10 @@ from pathlib import Path
 import pytest
 
 from x_tui.cli import main
+from x_tui.compute import launches as launches_module
 from x_tui.compute.launches import KILL_AT_ENV, TRACE_ENV
+from x_tui.compute.operations import read_launches
+from x_tui.compute.store import RunStore
 
 from .conftest import Cli, Result, cli_for
 
@@ -467,3 +470,49 @@ def test_a_store_that_fills_after_staging_stops_the_run_and_says_so(
     assert not live_workers(cli.state)
     assert not list((cli.state / "x-tui" / "launches").glob("*.json"))
     assert not run_dirs(cli.state), "the stopped run's directory is left"
+
+
+# --- cancel while submitting, and a launch record that cannot be read --------------------------
+
+
+def test_cancel_of_a_run_being_submitted_is_done_by_its_submitter_once_the_run_exists(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _nap_project(cli)
+    monkeypatch.chdir(cli.project)
+    asked: list[str] = []
+
+    def cancel_mid_submit(label: str) -> None:
+        if label == "worker started" and not asked:
+            # What `x-tui cancel` does from another shell while this submit is going on.
+            [record] = read_launches(RunStore(cli.runs)).records
+            asked.append(record.run_id)
+            assert record.state == "submitting"
+            result = in_process(monkeypatch, capsys, cli.state, "cancel", record.run_id)
+            assert result.stdout == (
+                f"{record.run_id} is being submitted; it is stopped as soon as its submit"
+                " finishes.\n"
+            )
+
+    monkeypatch.setattr(launches_module, "fault_point", cancel_mid_submit)
+    monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(cli.state))
+    code = main(["run", "nap", "--detach"])
+    assert code == 0
+    runs = listed(monkeypatch, capsys, cli.state)
+    assert asked
+    assert runs[asked[0]]["state"] == "cancelled"
+    assert not live_workers(cli.state)
+
+
+def test_an_unreadable_launch_record_is_named_and_every_run_still_listed(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _nap_project(cli)
+    good = cli.submitted_id(cli("run", "nap", "--detach").stdout)
+    broken = cli.state / "x-tui" / "launches" / "nap-20260101T000000Z-abcdef.json"
+    broken.write_text('{"schema_version": 1, "run_id": ')
+    result = in_process(monkeypatch, capsys, cli.state, "status")
+    assert result.returncode == 1
+    assert result.stdout.split()[:4] == [good, "local", "nap", "running"]
+    [complaint] = result.stderr.splitlines()
+    assert complaint.startswith(f"x-tui: {broken}: not JSON")

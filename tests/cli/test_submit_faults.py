@@ -202,6 +202,7 @@ def killed_at_each(cli: Cli, driver: Path, points: dict[int, Path]) -> dict[int,
     return {int(step): code for step, code in json.loads(done.stdout).items()}
 
 
+@pytest.mark.slow
 def test_a_cli_submit_killed_at_every_step_leaves_every_worker_listed_and_cancellable(
     tmp_path: Path,
     cli: Cli,

@@ -41,6 +41,8 @@ from x_tui.app.run_records import Record, read_record
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
+from x_tui.compute.launches import SUBMITTING, LaunchRecord
+from x_tui.compute.operations import read_launches
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
 
@@ -51,6 +53,8 @@ FIRST_BATCH = 100
 FIRST_PAUSE = 0.1
 """Seconds the first read waits, after posting the newest records, before reading the rest."""
 
+LAUNCH_SECONDS = 1.0
+"""How often the launch records (runs whose submit has not finished) are read."""
 FIRST_INTERVAL = 1.0
 """Seconds before a new (or changed) run is polled, by default."""
 
@@ -110,6 +114,9 @@ class RunMonitor:
         self._ended: dict[str, float | None] = {}
         """Each finished run, with when it ended (``None`` when that is not known)."""
         self._polls: dict[str, _Poll] = {}
+        self._launches: dict[str, LaunchRecord] = {}
+        self._launch_unreadable: dict[Path, str] = {}
+        """Each run whose submit has not finished (or never did), from its launch record."""
         self._stored = StoredRuns(handles=(), unreadable={})
         self._sweeps = StoredSweeps(sweeps=(), unreadable={})
         self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="x-tui status")
@@ -165,6 +172,7 @@ class RunMonitor:
         loops = [("watch", self._watch_loop)]
         if self._polling:
             loops.append(("poll", self._poll_loop))
+            loops.append(("launches", self._launch_loop))
         for name, target in loops:
             thread = threading.Thread(target=target, name=f"x-tui monitor {name}", daemon=True)
             self._threads.append(thread)
@@ -313,8 +321,13 @@ class RunMonitor:
 
     def _publish(self, *, complete: bool) -> None:
         with self._lock:
+            launched = [
+                record.handle()
+                for run_id, record in self._launches.items()
+                if run_id not in self._handles
+            ]
             handles = sorted(
-                self._handles.values(),
+                [*self._handles.values(), *launched],
                 key=lambda handle: (handle.submitted_at, handle.run_id),
                 reverse=True,
             )
@@ -323,9 +336,46 @@ class RunMonitor:
                 for path, record in sorted(self._records.items())
                 if record.reason is not None
             }
+            unreadable.update(self._launch_unreadable)
             self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
             stored = self._stored
         self._post(RunsChanged(stored, complete))
+
+    # Launch records ---------------------------------------------------------------------------
+
+    def _launch_loop(self) -> None:
+        while not self._stop.wait(LAUNCH_SECONDS):
+            self._read_launches()
+
+    def _read_launches(self) -> None:
+        """Resolve the launch records (adopting a dead submitter's run) and show the rest.
+
+        A run still being submitted reads ``submitting``, one whose submitter died before it
+        started ``failed``; neither is polled, and once its handle is saved it is polled as
+        every other run.
+        """
+        try:
+            stored = read_launches(self.service.store)
+        except Exception:  # a launch record never takes the monitor down; read again soon
+            return
+        records = {record.run_id: record for record in stored.records}
+        changes: list[tuple[str, RunState]] = []
+        with self._lock:
+            if records == self._launches and stored.unreadable == self._launch_unreadable:
+                return
+            self._launch_unreadable = dict(stored.unreadable)
+            for run_id in self._launches.keys() - records.keys():
+                if run_id not in self._handles:
+                    self._states.pop(run_id, None)
+            for run_id, record in records.items():
+                state = RunState.SUBMITTING if record.state == SUBMITTING else RunState.FAILED
+                if run_id not in self._handles and self._states.get(run_id) is not state:
+                    self._states[run_id] = state
+                    changes.append((run_id, state))
+            self._launches = records
+        self._publish(complete=True)
+        for run_id, state in changes:
+            self._post(RunStateChanged(run_id, state))
 
     # The poller -------------------------------------------------------------------------------
 

@@ -17,6 +17,7 @@ from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds
 
 STATE_STYLES: dict[RunState | None, str] = {
+    RunState.SUBMITTING: "bold black on yellow",
     RunState.PENDING: "bold black on yellow",
     RunState.RUNNING: "bold white on dodger_blue2",
     RunState.SUCCEEDED: "bold black on green",

@@ -273,10 +273,21 @@ class Service:
     def cancel(self, handle: RunHandle) -> None:
         """Stop the run (a run that already ended is left as it is).
 
+        A run still being submitted (known from its launch record only) is stopped by its
+        submitter as soon as its submit finishes.
+
         Raises:
             UserError: If the backend cannot be built.
             ProviderError: If it did not answer within the cancel deadline.
         """
+        from x_tui.compute.launches import SUBMITTING, LaunchBook
+
+        book = LaunchBook(self.store)
+        launch = book.load(handle.run_id)
+        if launch is not None and not self.store.path_of(handle.run_id).exists():
+            if launch.state == SUBMITTING:
+                book.ask_cancel(handle.run_id)
+            return
         backend = self.backend(handle)
         call_with_deadline(
             lambda: backend.cancel(handle),

@@ -10,6 +10,7 @@ from x_tui.cli.describe import job_lines, job_summary
 from x_tui.cli.output import complain, escaped, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
 from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, follow_logs
+from x_tui.compute.launches import fault_point
 from x_tui.compute.operations import (
     Project,
     RunPlan,
@@ -161,8 +162,10 @@ def run(args: argparse.Namespace) -> int:
     planned = _plan(args)
     if not args.detach:
         check_destination(destination)  # refused before anything is submitted
+    fault_point("run planned")
     handle = submit_run(planned)
     say(f"Submitted {handle.run_id} to {handle.backend}.")
+    fault_point("submit reported")
     if args.detach:
         return EXIT_OK
     backend = backend_for(handle)

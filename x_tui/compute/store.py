@@ -19,7 +19,7 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -266,12 +266,16 @@ class RunStore:
         """
         return self.root / f"{check_run_id(run_id)}.json"
 
-    def save(self, handle: RunHandle) -> Path:
+    def save(self, handle: RunHandle, *, step: Callable[[str], None] | None = None) -> Path:
         """Write a handle atomically, replacing an earlier one of the same run.
 
         A version 1 handle's settings go to its side record first, so a crash between the two
         writes leaves at most a side record without a handle, never a handle whose frozen
         settings are lost.
+
+        Args:
+            handle: The handle.
+            step: Called after each step of the write (see ``records.write_atomic``).
 
         Returns:
             The handle's file.
@@ -280,7 +284,7 @@ class RunStore:
         if handle.schema_version == SUBSTRAX_01_HANDLE_VERSION:
             side = {"run_id": handle.run_id, "settings": dict(handle.settings)}
             write_atomic(self.side_record_of(handle.run_id), json.dumps(side, indent=2) + "\n")
-        write_atomic(path, handle_json(handle))
+        write_atomic(path, handle_json(handle), step=step)
         return path
 
     def load(self, run_id: str) -> RunHandle:

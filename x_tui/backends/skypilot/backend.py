@@ -14,6 +14,7 @@ move.
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Final
@@ -21,7 +22,13 @@ from typing import Final
 from x_tui.backends.skypilot import catalog, logs
 from x_tui.backends.skypilot.bridge import Bridge, ClusterGone
 from x_tui.backends.skypilot.copy_transport import CopyTransport
-from x_tui.backends.skypilot.launch_records import LAUNCH_LOG, REQUEST, Launch, RunRecords
+from x_tui.backends.skypilot.launch_records import (
+    INTENT,
+    LAUNCH_LOG,
+    REQUEST,
+    Launch,
+    RunRecords,
+)
 from x_tui.backends.skypilot.planning import check_job, plan_document
 from x_tui.backends.skypilot.reconcile import queued_state, reconcile_launch, stop_run
 from x_tui.backends.skypilot.settings import SkyPilotSettings
@@ -31,6 +38,7 @@ from x_tui.compute.backend import Capability, RunState, new_run, stage_run
 from x_tui.compute.errors import ProviderError, UserError
 from x_tui.compute.estimate import AcceleratorOffer, check_offer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
+from x_tui.compute.launches import LaunchRecord, RunLaunch
 from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.retries import write_retries_file
 from x_tui.compute.secrets import SecretValues
@@ -86,6 +94,7 @@ class SkyPilotBackend:
                 Capability.ACCELERATORS,
                 Capability.EXTENSIONS,
                 Capability.TEARDOWN,
+                Capability.LAUNCH,
             }
         )
 
@@ -248,6 +257,7 @@ class SkyPilotBackend:
         request: ResourceRequest | None = None,
         extensions: JobExtensions | None = None,
         secrets: SecretValues | None = None,
+        launch: RunLaunch | None = None,
     ) -> RunHandle:
         """Write the task file and the launch intent, then launch it on a cluster of its own.
 
@@ -262,6 +272,9 @@ class SkyPilotBackend:
                 beside the spec, for the worker).
             secrets: The captured values, by their name in the task: sent to SkyPilot with the
                 launch as the task's secrets (redacted in its logs), never written to a file.
+            launch: The shared submit path's launch record: the run's directory is named in it
+                before it is made, and the cluster once the intent is written (from then on
+                the launch may be sent, so the run is never forgotten).
 
         Returns:
             The run's handle; its details hold ``cluster``, ``request_id`` and ``transport``.
@@ -273,11 +286,13 @@ class SkyPilotBackend:
         """
         wanted_extensions = extensions or JobExtensions()
         wanted = self._check(spec, project, request, wanted_extensions)
-        run = new_run(spec, project, settings=self.settings.table())
+        run = new_run(spec, project, settings=self.settings.table(), launch=launch)
         run_dir = stage_run(self.runs, run)
-        write_worker_zipapp(run_dir)
+        write_worker_zipapp(run_dir, step=run.step)
         write_retries_file(
-            run_dir, wanted_extensions.retries.worker_table([task.name for task in spec.tasks])
+            run_dir,
+            wanted_extensions.retries.worker_table([task.name for task in spec.tasks]),
+            step=run.step,
         )
         cluster = cluster_name(run.run_id)
         task = self._task(
@@ -289,11 +304,14 @@ class SkyPilotBackend:
             extensions=wanted_extensions,
         )
         (run_dir / TASK_NAME).write_text(json.dumps(task, indent=2), encoding="utf-8")
+        run.step("task file written")
         records = RunRecords(run_dir)
         details = {"cluster": cluster, "request_id": "", "transport": self.transport.name}
         records.write_intent(
             cluster=cluster, task=TASK_NAME, handle=dump_record(run.handle(NAME, details))
         )
+        run.step("launch intent written")
+        run.started(details)
         try:
             request_id = self.bridge.launch(
                 {
@@ -312,6 +330,33 @@ class SkyPilotBackend:
             records.record_failed(request_id=None, message=str(error))
             raise
         return run.handle(NAME, {**details, "request_id": request_id})
+
+    def adopt(self, record: LaunchRecord) -> RunHandle | str:
+        """The run a submitter that died left, from its launch record.
+
+        A run whose launch intent was written may have been sent to SkyPilot: it is adopted,
+        with the request id the bridge recorded, and reconciled like any run x-tui stopped
+        following while it launched. One without an intent never reached SkyPilot: its
+        half-staged directory is removed.
+
+        Args:
+            record: The launch record; only its run id locates the run's directory.
+
+        Returns:
+            The run's handle, or why there is no run.
+        """
+        run_dir = self.runs / record.run_id
+        records = RunRecords(run_dir)
+        if not records.path(INTENT).exists():
+            shutil.rmtree(run_dir, ignore_errors=True)
+            return "the submitting process died before the launch was sent (nothing ran)"
+        request_id, _ = records.request()
+        details = {
+            "cluster": cluster_name(record.run_id),
+            "request_id": request_id or "",
+            "transport": self.transport.name,
+        }
+        return record.handle(details, settings=self.settings.table())
 
     # Following ---------------------------------------------------------------------------------
 

@@ -19,6 +19,7 @@ thread-safe ``post_message``), and the screens update themselves from those.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -201,8 +202,10 @@ class RunMonitor:
         # Read here, not in __init__: ten thousand kept states take a while, and the app builds
         # its first frame meanwhile.
         self._load_final_states()
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self.service.sweeps_dir.mkdir(parents=True, exist_ok=True)
+        for directory in (self.runs_dir, self.service.sweeps_dir):
+            # A path that is not a directory is read as holding nothing, never fatal here.
+            with contextlib.suppress(OSError):
+                directory.mkdir(parents=True, exist_ok=True)
         self._read_sweeps()
         self._initial_scan()
         watch(
@@ -291,7 +294,10 @@ class RunMonitor:
                     known = self._records.get(path)
                 if known is not None and known.stamp == stamp:
                     continue
-                record = read_record(self.service.store, path, stamp)
+                try:
+                    record = read_record(self.service.store, path, stamp)
+                except Exception as error:  # no record may stop the watcher (a bug included)
+                    record = Record(stamp, None, f"cannot be read: {error!r}")
             changed = True
             self._keep(path, record)
         return changed
@@ -410,7 +416,13 @@ class RunMonitor:
     # Final states, kept across sessions ------------------------------------------------------
 
     def _load_final_states(self) -> None:
-        for run_id, (state, ended) in read_final_states(self._cache_path).items():
+        kept = read_final_states(self._cache_path)
+        if kept is None:
+            # Unreadable: rebuilt from the backends' answers, written over it at the next save.
+            with self._lock:
+                self._dirty = True
+            return
+        for run_id, (state, ended) in kept.items():
             self._states[run_id] = state
             self._ended[run_id] = ended
 

@@ -12,7 +12,6 @@ A retried task's earlier attempts are read by :mod:`x_tui.app.run_attempts`.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,6 +29,12 @@ from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME, RunFiles
 from x_tui.compute.errors import UserError
 from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
+from x_tui.compute.record_files import (
+    RECORD_BYTES,
+    UnreadableRecordError,
+    read_json_file,
+    read_regular_file,
+)
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import JobSpec, check_name, read_job_spec
 from x_tui.compute.store import RunHandle, backend_state_dir
@@ -106,16 +111,18 @@ class RunReader:
         return fetched_copy(self.handle)
 
     def read(self, relative: str) -> bytes | None:
-        """One file of the run's outputs, or ``None`` when it cannot be read (yet).
+        """One file of the run's outputs, or ``None`` when there is none (yet).
 
         Raises:
+            UnreadableRecordError: If the file here is not a regular file, is larger than a
+                record or cannot be read; the message says why.
             UserError: If the backend cannot be built or did not answer in time.
         """
         outputs = self.outputs_dir()
         if outputs is not None:
             try:
-                return (outputs / relative).read_bytes()
-            except OSError:
+                return read_regular_file(outputs / relative, max_bytes=RECORD_BYTES)
+            except FileNotFoundError:
                 return None
         return self.service.peek(self.handle, relative)
 
@@ -135,12 +142,15 @@ class RunReader:
             What the files say; a file that cannot be read is named with the reason instead.
         """
         source = self.source()
+        problem: str | None = None
         try:
             manifest_bytes = self.read(MANIFEST_NAME)
+        except UnreadableRecordError as error:
+            problem = f"{MANIFEST_NAME}: {error}"
+            manifest_bytes = None
         except Exception as error:  # a provider's failure is reported, never raised to the UI
             return RunSnapshot(manifest_problem=_reason(error), source=source, reachable=False)
         manifest: JobManifest | None = None
-        problem: str | None = None
         if manifest_bytes is not None:
             try:
                 manifest = parse_manifest(manifest_bytes, source=MANIFEST_NAME)
@@ -194,11 +204,15 @@ class RunReader:
         """
         for path in self._spec_candidates():
             try:
-                text = path.read_text(encoding="utf-8")
-            except OSError:
+                data = read_json_file(path, max_bytes=RECORD_BYTES)
+            except FileNotFoundError:
                 continue
+            except RecordError as error:
+                return None, f"{path}: {error}"
+            if not isinstance(data, Mapping):
+                return None, f"{path}: a spec is a JSON object, not {type(data).__name__}"
             try:
-                return read_job_spec(json.loads(text)), f"staged spec: {path}"
+                return read_job_spec(data), f"staged spec: {path}"
             except (ValueError, RecordError) as error:
                 return None, f"{path}: {error}"
         return None, f"no staged spec of this {self.handle.backend} run is kept on this machine"

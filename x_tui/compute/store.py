@@ -16,8 +16,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.errors import RunNotFoundError
-from x_tui.compute.record_files import parse_record_file, read_record_dir
+from x_tui.compute.errors import BadRecordError, RunNotFoundError
+from x_tui.compute.record_files import (
+    HANDLE_BYTES,
+    misfiled_reason,
+    read_record_dir,
+    read_record_file,
+)
 from x_tui.compute.records import JsonValue, RecordError, dumps_pretty, read_record, write_atomic
 from x_tui.compute.spec import check_name
 
@@ -198,15 +203,21 @@ class RunStore:
         """
         path = self.path_of(run_id)
         try:
-            text = path.read_text(encoding="utf-8")
+            handle = read_record_file(path, read_handle, max_bytes=HANDLE_BYTES)
         except FileNotFoundError:
             raise RunNotFoundError(f"no run '{run_id}' in {self.root}") from None
-        return _parse_handle(path, text)
+        if handle.run_id != run_id:
+            raise BadRecordError(f"{path}: {misfiled_reason('run', handle.run_id, path.stem)}")
+        return handle
 
     def read_all(self) -> StoredRuns:
         """Every kept handle, newest first, and each record that cannot be read, with the reason."""
         handles, unreadable = read_record_dir(
-            self.root, read_handle, id_of=lambda handle: handle.run_id, kind="run"
+            self.root,
+            read_handle,
+            id_of=lambda handle: handle.run_id,
+            kind="run",
+            max_bytes=HANDLE_BYTES,
         )
         handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
         return StoredRuns(handles=tuple(handles), unreadable=unreadable)
@@ -214,7 +225,3 @@ class RunStore:
     def delete(self, run_id: str) -> None:
         """Forget a run's handle (its files elsewhere are left)."""
         self.path_of(run_id).unlink(missing_ok=True)
-
-
-def _parse_handle(path: Path, text: str) -> RunHandle:
-    return parse_record_file(path, text, read_handle)

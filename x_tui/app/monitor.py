@@ -117,6 +117,7 @@ class RunMonitor:
         self._threads: list[threading.Thread] = []
         self._cache_path = service.state_dir / "x-tui" / "final-states.json"
         self._dirty = False
+        self._scanned = False
         self._saved_at = 0.0
         self._save_lock = threading.Lock()
 
@@ -235,8 +236,12 @@ class RunMonitor:
         with self._lock:
             if sweeps == self._sweeps:
                 return
+            problems_changed = sweeps.unreadable != self._sweeps.unreadable
             self._sweeps = sweeps
+            scanned = self._scanned
         self._post(SweepsChanged(sweeps))
+        if problems_changed and scanned:
+            self._publish(complete=True)
 
     def _initial_scan(self) -> None:
         listing = list_records(self.runs_dir)
@@ -324,11 +329,14 @@ class RunMonitor:
                 key=lambda handle: (handle.submitted_at, handle.run_id),
                 reverse=True,
             )
-            unreadable = {
-                path: record.reason
-                for path, record in sorted(self._records.items())
-                if record.reason is not None
-            }
+            # An unreadable sweep record is named beside the unreadable handles, as by status.
+            problems = [
+                *((path, record.reason) for path, record in self._records.items()),
+                *self._sweeps.unreadable.items(),
+            ]
+            unreadable = {path: reason for path, reason in sorted(problems) if reason is not None}
+            if complete:
+                self._scanned = True
             self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
             stored = self._stored
         self._post(RunsChanged(stored, complete))

@@ -46,6 +46,9 @@ HANDLE_BYTES = 1 << 20
 RECORD_BYTES = 4 << 20
 """The largest sweep record, manifest, attempts file or cache read."""
 
+MAX_REASON = 300
+"""The most characters of a reason quoted from a record that cannot be read."""
+
 _CHUNK = 1 << 16
 _BYTES_PER_CONTAINER = 16
 """A record may hold one array or object per this many bytes of its text (plus a few)."""
@@ -184,7 +187,8 @@ def read_record_file(path: Path, read: Callable[[object], T], *, max_bytes: int)
     try:
         return read(read_json_file(path, max_bytes=max_bytes))
     except RecordError as error:
-        raise BadRecordError(f"{path}: {error}") from None
+        # A reason may quote the record's own values: never at more than a line's length.
+        raise BadRecordError(f"{path}: {_shortened(str(error), MAX_REASON)}") from None
 
 
 def record_file_names(root: Path) -> list[str]:
@@ -214,6 +218,7 @@ def read_record_dir(
     read: Callable[[object], T],
     *,
     id_of: Callable[[T], str],
+    is_id: Callable[[str], bool],
     kind: str,
     max_bytes: int,
 ) -> tuple[list[T], dict[Path, str]]:
@@ -223,6 +228,7 @@ def read_record_dir(
         root: The directory (missing: nothing in it).
         read: Reads the parsed JSON into the record.
         id_of: The id a record is filed under (its file's stem).
+        is_id: Whether a file's stem is of the id form (a file of another name is not read).
         kind: What a record is (``"run"``, ``"sweep"``), for the reason of a misfiled one.
         max_bytes: The largest file read.
 
@@ -233,6 +239,9 @@ def read_record_dir(
     unreadable: dict[Path, str] = {}
     for name in record_file_names(root):
         path = root / name
+        if not is_id(path.stem):
+            unreadable[path] = f"{path.stem!r} is not a {kind} id, so it holds no {kind}"
+            continue
         try:
             record = read_record_file(path, read, max_bytes=max_bytes)
         except FileNotFoundError:
@@ -299,5 +308,5 @@ def _too_large(size: int, max_bytes: int, *, grew: bool = False) -> str:
     return f"is {held}, larger than the {max_bytes} a record may hold"
 
 
-def _shortened(text: str) -> str:
-    return text if len(text) <= 120 else text[:117] + "..."
+def _shortened(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else f"{text[: limit - 3]}..."

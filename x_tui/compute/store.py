@@ -216,6 +216,7 @@ class RunStore:
             self.root,
             read_handle,
             id_of=lambda handle: handle.run_id,
+            is_id=lambda name: RUN_ID_PATTERN.fullmatch(name) is not None,
             kind="run",
             max_bytes=HANDLE_BYTES,
         )

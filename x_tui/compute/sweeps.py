@@ -316,6 +316,7 @@ class SweepStore:
             self.root,
             _read_sweep,
             id_of=lambda sweep: sweep.sweep_id,
+            is_id=is_sweep_id,
             kind="sweep",
             max_bytes=RECORD_BYTES,
         )

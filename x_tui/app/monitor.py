@@ -20,6 +20,7 @@ thread-safe ``post_message``), and the screens update themselves from those.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -65,6 +66,7 @@ class _Poll:
     interval: float
     busy: bool = False
     last_error: str | None = None
+    told: bool = False
 
 
 class RunMonitor:
@@ -118,6 +120,8 @@ class RunMonitor:
         self._cache_path = service.state_dir / "x-tui" / "final-states.json"
         self._dirty = False
         self._scanned = False
+        self._published: set[str] = set()
+        """The runs of the last listing posted."""
         self._saved_at = 0.0
         self._save_lock = threading.Lock()
 
@@ -267,7 +271,8 @@ class RunMonitor:
         existing: list[Path] = []
         gone: list[Path] = []
         for path in paths:
-            (existing if path.exists() else gone).append(path)
+            # A link is a record file of its own (named unreadable), dangling or not.
+            (existing if os.path.lexists(path) else gone).append(path)
         if self._read_paths(existing) | self._forget(gone):
             self._publish(complete=True)
 
@@ -287,7 +292,7 @@ class RunMonitor:
         changed = False
         for path in paths:
             try:
-                info = path.stat()
+                info = path.lstat()
             except FileNotFoundError:
                 changed |= self._forget([path])
                 continue
@@ -338,6 +343,7 @@ class RunMonitor:
             if complete:
                 self._scanned = True
             self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
+            self._published = {handle.run_id for handle in handles}
             stored = self._stored
         self._post(RunsChanged(stored, complete))
 
@@ -413,7 +419,10 @@ class RunMonitor:
             poll = self._polls.get(run_id)
             if poll is None:
                 return
-            repeated = poll.last_error == reason
+            repeated = poll.last_error == reason and poll.told
+            # Told before the run was in a posted listing, the screen had no row to show it on:
+            # it is told again at the next failure.
+            poll.told = run_id in self._published
             poll.last_error = reason
             poll.interval = min(max(poll.interval, self._first) * 2, self._error_max)
             poll.due = time.monotonic() + poll.interval

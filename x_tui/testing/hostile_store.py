@@ -85,7 +85,9 @@ def build_hostile_store(state: Path, *, hostile: bool = True) -> HostileStore:
         run_id = f"good{index}-20251231T{10 + index:02d}0000Z-{index:06x}"
         run_dir = work / run_id
         (run_dir / "outputs").mkdir(parents=True)
-        _write(runs / f"{run_id}.json", handle_data(run_id, run_dir=run_dir))
+        _write(
+            runs / f"{run_id}.json", handle_data(run_id, run_dir=run_dir, minutes_ago=60 - index)
+        )
         good.insert(0, run_id)
     sweep_id = "sweep-good-20251231T000000Z-00000001"
     _write(sweeps / f"{sweep_id}.json", _sweep(sweep_id, [good[1], good[2]]))

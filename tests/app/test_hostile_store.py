@@ -44,7 +44,7 @@ async def test_the_runs_pane_lists_the_good_runs_and_names_each_bad_entry(
         for run_id, reason in corpus.bad_manifests.items():
             await wait_until(
                 pilot,
-                lambda run_id=run_id: reason in str(table.describe(run_id)),
+                lambda run_id=run_id, reason=reason: reason in str(table.describe(run_id)),
                 f"the reason on {run_id}'s row",
             )
 

@@ -13,6 +13,7 @@ A retried task's earlier attempts are read by :mod:`x_tui.app.run_attempts`.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -270,9 +271,12 @@ class RunReader:
             return target if self._can_peek() else None
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            size = target.stat().st_size
+            info = target.lstat()
         except FileNotFoundError:
             size = -1
+        else:
+            # A copy that is not a regular file (a FIFO, a link) is not trusted: replaced below.
+            size = info.st_size if stat.S_ISREG(info.st_mode) else -1
         if size >= 0 and len(data) >= size:
             with target.open("rb") as existing:
                 same_start = existing.read(min(size, 1 << 20)) == data[: min(size, 1 << 20)]

@@ -9,22 +9,24 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
+from x_tui.compute.record_files import MANIFEST_BYTES
 from x_tui.testing.hostile_store import HostileStore, build_hostile_store
 
 DEADLINE = 120
 """Seconds ``status`` may take before the test calls it hung (it takes under one here)."""
 
-EXTRA_MEMORY_KB = 64 * 1024
-"""How much more memory than on a clean store a status may take: a few bounded records' worth,
-far below the 100 MB any entry of the corpus would cost if it were read."""
+EXTRA_MEMORY_KB = 5 * MANIFEST_BYTES // 1024
+"""How much more memory than on a clean store a status may take: what the largest record it may
+read costs (a manifest just under its size cap: its bytes, its text and the objects parsed from
+it), far below what the corpus's 100 MB files and 100,000-deep nesting would cost if read."""
 
 
 @dataclass(frozen=True)
@@ -37,34 +39,42 @@ class Status:
     max_rss_kb: int
 
 
+MEASURE = """
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:])
+with open(sys.argv[1], "w") as out:
+    out.write(f"{code} {resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss}")
+"""
+"""Runs a command from a fresh, small interpreter and writes its exit code and peak memory: a
+child forked straight from pytest would count pytest's own memory in its peak."""
+
+
 def status(state: Path, cwd: Path, *args: str) -> Status:
     """Run ``x-tui status ARGS`` on ``state``; its output and its own peak memory."""
     env = {**os.environ, "SUBSTRAX_STATE_DIR": str(state)}
-    out, err = cwd / "status.out", cwd / "status.err"
+    out, err, figures = cwd / "status.out", cwd / "status.err", cwd / "status.figures"
+    command = [sys.executable, "-m", "x_tui", "status", *args]
     with out.open("wb") as stdout, err.open("wb") as stderr:
-        process = subprocess.Popen(
-            [sys.executable, "-m", "x_tui", "status", *args],
+        measuring = subprocess.Popen(
+            [sys.executable, "-c", MEASURE, str(figures), *command],
             cwd=cwd,
             env=env,
             stdout=stdout,
             stderr=stderr,
+            start_new_session=True,
         )
-        give_up = time.monotonic() + DEADLINE
-        # wait4 reaps the process and gives its own resource use (peak memory included).
-        while True:
-            pid, wait_status, usage = os.wait4(process.pid, os.WNOHANG)
-            if pid:
-                break
-            if time.monotonic() > give_up:
-                process.kill()
-                raise AssertionError(f"x-tui status did not end within {DEADLINE} s")
-            time.sleep(0.02)
-    process.returncode = os.waitstatus_to_exitcode(wait_status)
+        try:
+            measuring.wait(DEADLINE)
+        except subprocess.TimeoutExpired:
+            os.killpg(measuring.pid, signal.SIGKILL)
+            measuring.wait()
+            raise AssertionError(f"x-tui status did not end within {DEADLINE} s") from None
+    code, max_rss_kb = figures.read_text().split()
     return Status(
-        process.returncode,
+        int(code),
         out.read_text(encoding="utf-8"),
         err.read_text(encoding="utf-8"),
-        usage.ru_maxrss,
+        int(max_rss_kb),
     )
 
 

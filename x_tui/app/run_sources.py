@@ -31,6 +31,7 @@ from x_tui.compute.backend import SPEC_NAME, RunFiles
 from x_tui.compute.errors import UserError
 from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
 from x_tui.compute.record_files import (
+    MANIFEST_BYTES,
     RECORD_BYTES,
     UnreadableRecordError,
     read_json_file,
@@ -116,13 +117,13 @@ class RunReader:
 
         Raises:
             UnreadableRecordError: If the file here is not a regular file, is larger than a
-                record or cannot be read; the message says why.
+                manifest may be or cannot be read; the message says why.
             UserError: If the backend cannot be built or did not answer in time.
         """
         outputs = self.outputs_dir()
         if outputs is not None:
             try:
-                return read_regular_file(outputs / relative, max_bytes=RECORD_BYTES)
+                return read_regular_file(outputs / relative, max_bytes=MANIFEST_BYTES)
             except FileNotFoundError:
                 return None
         return self.service.peek(self.handle, relative)
@@ -160,11 +161,17 @@ class RunReader:
         devices_log: str | None = None
         attempts: dict[str, tuple[Attempt, ...]] = {}
         attempts_problem: str | None = None
+        raw_devices: bytes | None = None
+        raw_attempts: bytes | None = None
         try:
-            raw_devices = (
-                self.read(DEVICES_LOG) if manifest is None or manifest.devices is None else None
-            )
+            if manifest is None or manifest.devices is None:
+                try:
+                    raw_devices = self.read(DEVICES_LOG)
+                except UnreadableRecordError as error:
+                    devices_log = f"{DEVICES_LOG}: {error}"
             raw_attempts = self.read(ATTEMPTS_NAME)
+        except UnreadableRecordError as error:
+            attempts_problem = f"{ATTEMPTS_NAME}: {error}"
         except Exception as error:  # as above
             raw_devices, raw_attempts = None, None
             attempts_problem = _reason(error)

@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute.record_files import RECORD_BYTES, parse_json, read_regular_file
+from x_tui.compute.record_files import MANIFEST_BYTES, parse_json, read_json_file
 from x_tui.compute.records import RecordError, dumps_pretty, read_record, write_atomic
 
 MANIFEST_VERSION = 2
@@ -118,12 +118,11 @@ def load_manifest(path: Path) -> JobManifest | None:
             the file and says why.
     """
     try:
-        data = read_regular_file(path, max_bytes=RECORD_BYTES)
+        return read_manifest(read_json_file(path, max_bytes=MANIFEST_BYTES))
     except FileNotFoundError:
         return None
     except RecordError as error:
         raise RecordError(f"{path}: {error}") from None
-    return parse_manifest(data, source=str(path))
 
 
 def parse_manifest(text: str | bytes, *, source: str) -> JobManifest:
@@ -133,7 +132,7 @@ def parse_manifest(text: str | bytes, *, source: str) -> JobManifest:
         RecordError: If the text is not JSON or not a manifest; the message names ``source``.
     """
     try:
-        data = parse_json(text, max_bytes=RECORD_BYTES)
+        data = parse_json(text, max_bytes=MANIFEST_BYTES)
         return read_manifest(data)
     except RecordError as error:
         raise RecordError(f"{source}: {error}") from None

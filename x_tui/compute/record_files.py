@@ -6,8 +6,9 @@ link and without blocking, then checked on its descriptor): a FIFO, a socket, a 
 directory named ``*.json`` or a link is refused with what it is. A read takes at most
 ``max_bytes`` and :data:`READ_SECONDS`; the text must be UTF-8; and before it is parsed a linear
 scan refuses JSON nested deeper than :data:`MAX_DEPTH` or holding more containers than its size
-allows, so parsing can neither exhaust the recursion limit nor build a structure many times the
-file's size. Every refusal is an :class:`UnreadableRecordError` whose message is the reason.
+allows (and never more than :data:`MAX_CONTAINERS`), so parsing can neither exhaust the recursion
+limit nor build a structure many times the file's size. Every refusal is an
+:class:`UnreadableRecordError` whose message is the reason.
 
 Reading a whole directory never fails on one bad file: each record that cannot be read is named
 with the reason, beside the records that can, and a file whose record names another id is refused
@@ -22,7 +23,6 @@ from __future__ import annotations
 import errno
 import json
 import os
-import re
 import stat
 import time
 from collections.abc import Callable
@@ -43,8 +43,14 @@ READ_SECONDS = 2.0
 HANDLE_BYTES = 1 << 20
 """The largest run handle read (handles written by x-tui and substrax are a few kB)."""
 
-RECORD_BYTES = 4 << 20
-"""The largest sweep record, manifest, attempts file or cache read."""
+RECORD_BYTES = 8 << 20
+"""The largest sweep record, attempts file, staged spec or cache read."""
+
+MANIFEST_BYTES = 16 << 20
+"""The largest manifest read (one that lists some 200,000 output files)."""
+
+MAX_CONTAINERS = 1 << 18
+"""The most arrays and objects one record may hold, whatever its size."""
 
 MAX_REASON = 300
 """The most characters of a reason quoted from a record that cannot be read."""
@@ -54,9 +60,8 @@ _BYTES_PER_CONTAINER = 16
 """A record may hold one array or object per this many bytes of its text (plus a few)."""
 
 _OPEN_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_NOCTTY | os.O_CLOEXEC
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.DOTALL)
-_NOT_BRACKET = re.compile(r"[^\[\]{}]+")
-_AS_PARENS = str.maketrans("[{]}", "(())")
+_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'"[]{}')
+_AS_PARENS = bytes.maketrans(b"[{]}", b"(())")
 
 _KINDS = (
     (stat.S_ISDIR, "a directory"),
@@ -138,22 +143,9 @@ def parse_json(data: str | bytes, *, max_bytes: int, max_depth: int = MAX_DEPTH)
     if len(data) > max_bytes:
         raise UnreadableRecordError(_too_large(len(data), max_bytes))
     if isinstance(data, bytes):
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as error:
-            bad = data[error.start : error.start + 1].hex()
-            raise UnreadableRecordError(
-                f"not UTF-8 text (byte 0x{bad} at offset {error.start})"
-            ) from None
-    else:
-        text = data
-    _check_shape(text, max_depth)
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise UnreadableRecordError(f"nested deeper than {max_depth} levels") from None
-    except ValueError as error:
-        raise UnreadableRecordError(f"not JSON ({_shortened(str(error))})") from None
+        return _loads(_checked_text(data, max_depth), max_depth)
+    _check_shape(data.encode("utf-8", "surrogatepass"), max_depth)
+    return _loads(data, max_depth)
 
 
 def read_json_file(path: Path, *, max_bytes: int, max_depth: int = MAX_DEPTH) -> object:
@@ -163,9 +155,10 @@ def read_json_file(path: Path, *, max_bytes: int, max_depth: int = MAX_DEPTH) ->
         FileNotFoundError: If there is no such file.
         UnreadableRecordError: If it cannot be read or parsed; the message is the reason.
     """
-    return parse_json(
-        read_regular_file(path, max_bytes=max_bytes), max_bytes=max_bytes, max_depth=max_depth
-    )
+    data = read_regular_file(path, max_bytes=max_bytes)
+    text = _checked_text(data, max_depth)
+    del data  # parsed from the text alone: the bytes are not kept meanwhile
+    return _loads(text, max_depth)
 
 
 def read_record_file(path: Path, read: Callable[[object], T], *, max_bytes: int) -> T:
@@ -256,29 +249,55 @@ def read_record_dir(
     return records, unreadable
 
 
-def _check_shape(text: str, max_depth: int) -> None:
-    openers = text.count("[") + text.count("{")
+def _checked_text(data: bytes, max_depth: int) -> str:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        bad = data[error.start : error.start + 1].hex()
+        raise UnreadableRecordError(
+            f"not UTF-8 text (byte 0x{bad} at offset {error.start})"
+        ) from None
+    _check_shape(data, max_depth)
+    return text
+
+
+def _loads(text: str, max_depth: int) -> object:
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise UnreadableRecordError(f"nested deeper than {max_depth} levels") from None
+    except ValueError as error:
+        raise UnreadableRecordError(f"not JSON ({_shortened(str(error))})") from None
+
+
+def _check_shape(data: bytes, max_depth: int) -> None:
+    openers = data.count(b"[") + data.count(b"{")
     if openers <= max_depth:
         return  # too few brackets to nest deeper, or to be too many
-    # Strings left out, each array or object is a pair of parentheses; removing the innermost
-    # pairs once per level measures the depth in at most max_depth linear passes.
-    brackets = _NOT_BRACKET.sub("", _STRING.sub("", text)).translate(_AS_PARENS)
-    containers = brackets.count("(")
+    # Every step is one pass in C that makes one new object (or a list of mostly empty or
+    # one-byte pieces, which Python shares), never an object per token. Escaped backslashes,
+    # then escaped quotes, go; then all but quotes and brackets; then what lies between paired
+    # quotes (strings). Valid UTF-8 never holds these ASCII bytes inside a character.
+    structure = data.replace(b"\\\\", b"").replace(b'\\"', b"").translate(None, _NOT_STRUCTURE)
+    brackets = b"".join(structure.split(b'"')[0::2]).translate(_AS_PARENS)
+    del structure
+    containers = brackets.count(b"(")
+    # Each array or object is now a pair of parentheses: removing the innermost pairs once per
+    # level measures the depth in at most max_depth passes.
     remaining, depth = brackets, 0
     while remaining:
         if depth >= max_depth:
             raise UnreadableRecordError(f"nested deeper than {max_depth} levels")
-        shorter = remaining.replace("()", "")
+        shorter = remaining.replace(b"()", b"")
         if len(shorter) == len(remaining):
             # Unbalanced (the parser fails on it), once it has gone as deep as the openers left.
-            if depth + shorter.count("(") > max_depth:
+            if depth + shorter.count(b"(") > max_depth:
                 raise UnreadableRecordError(f"nested deeper than {max_depth} levels")
             break
         remaining, depth = shorter, depth + 1
-    if containers > len(text) // _BYTES_PER_CONTAINER + max_depth:
+    if containers > min(len(data) // _BYTES_PER_CONTAINER + max_depth, MAX_CONTAINERS):
         raise UnreadableRecordError(
-            f"holds {containers} arrays and objects in {len(text)} characters, more than a"
-            " record holds"
+            f"holds {containers} arrays and objects in {len(data)} bytes, more than a record holds"
         )
 
 

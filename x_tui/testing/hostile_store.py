@@ -21,12 +21,16 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from x_tui.compute.record_files import MANIFEST_BYTES, RECORD_BYTES
 from x_tui.compute.records import dump_record
 from x_tui.compute.store import RunHandle
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun
 
 GOOD_RUNS = 5
-"""How many good runs the store holds (two more have a hostile manifest)."""
+"""How many good runs the store holds (four more have a hostile manifest)."""
+
+MANY_STRINGS = (MANIFEST_BYTES - (1 << 20)) // 28
+"""How many output names the largest hostile manifest lists (it stays under the size cap)."""
 
 _SPARSE_BYTES = 100 << 20
 
@@ -81,7 +85,7 @@ def build_hostile_store(state: Path, *, hostile: bool = True) -> HostileStore:
     for directory in (runs, sweeps, work):
         directory.mkdir(parents=True, exist_ok=True)
     good: list[str] = []
-    for index in range(GOOD_RUNS + 2):
+    for index in range(GOOD_RUNS + 4):
         run_id = f"good{index}-20251231T{10 + index:02d}0000Z-{index:06x}"
         run_dir = work / run_id
         (run_dir / "outputs").mkdir(parents=True)
@@ -213,6 +217,8 @@ def _sweep(sweep_id: str, run_ids: list[str]) -> dict[str, object]:
 
 
 def _bad_sweeps() -> Iterator[tuple[Maker, str]]:
+    # Just under the size cap, countless tiny arrays: refused by the scan before parsing.
+    yield _text("[" + "[]," * ((RECORD_BYTES - 16) // 3) + "[]]"), "arrays and objects"
     yield os.mkfifo, "FIFO"
     yield (lambda path: path.mkdir()), "directory"
     yield _link_to(Path("/dev/zero")), "symbolic link"
@@ -225,9 +231,12 @@ def _bad_manifests(work: Path, good: list[str]) -> dict[str, str]:
     makers: list[tuple[Maker, str]] = [
         (os.mkfifo, "FIFO"),
         (lambda path: path.mkdir(), "directory"),
+        # Just under the size cap, the most a manifest read may cost: parsed, then refused.
+        (_text(json.dumps([f"out/shard-{n:09d}.bin" for n in range(MANY_STRINGS)])), "object"),
+        (_link_to(Path("/dev/zero")), "symbolic link"),
     ]
     found: dict[str, str] = {}
-    for run_id, (make, reason) in zip(good[-2:], makers, strict=True):
+    for run_id, (make, reason) in zip(good[-len(makers) :], makers, strict=True):
         make(work / run_id / "outputs" / "manifest.json")
         found[run_id] = reason
     return found

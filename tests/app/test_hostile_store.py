@@ -10,11 +10,16 @@ from __future__ import annotations
 import json
 import os
 import stat
+import threading
 from pathlib import Path
 
+from x_tui.app.run_sources import RunReader, RunSnapshot
+from x_tui.app.service import Service
+from x_tui.compute.manifest import MANIFEST_NAME
+from x_tui.compute.worker import ATTEMPTS_NAME
 from x_tui.testing.hostile_store import build_hostile_store
 
-from .conftest import asynchronous, make_app, wait_until
+from .conftest import DEADLINE, asynchronous, make_app, wait_until
 
 
 @asynchronous
@@ -78,3 +83,22 @@ async def test_a_store_holding_only_a_fifo_recovers_when_it_is_removed(state_dir
         await wait_until(pilot, lambda: table.row_count >= len(good.good), "the good runs")
         title = str(app.main_screen.query_one("#runs-pane").border_title)
         assert title == f"Runs · {len(good.good)}"
+
+
+def test_a_runs_files_replaced_by_fifos_are_named_not_read(state_dir: Path) -> None:
+    corpus = build_hostile_store(state_dir)
+    [run_id] = [run for run, reason in corpus.bad_manifests.items() if reason == "FIFO"]
+    handle = Service().store.load(run_id)
+    outputs = state_dir / "elsewhere" / run_id / "outputs"
+    os.mkfifo(outputs / ATTEMPTS_NAME)
+    snapshot: list[RunSnapshot] = []
+    reader = threading.Thread(
+        target=lambda: snapshot.append(RunReader(Service(), handle).snapshot())
+    )
+    reader.start()
+    reader.join(DEADLINE)
+    assert not reader.is_alive(), "reading the run's files did not end"
+    [seen] = snapshot
+    assert seen.manifest is None
+    assert seen.manifest_problem == f"{MANIFEST_NAME}: is a FIFO, not a regular file"
+    assert seen.attempts_problem == f"{ATTEMPTS_NAME}: is a FIFO, not a regular file"

@@ -55,7 +55,7 @@ MAX_CONTAINERS = 1 << 18
 MAX_REASON = 300
 """The most characters of a reason quoted from a record that cannot be read."""
 
-_CHUNK = 1 << 16
+_CHUNK = 1 << 20
 _BYTES_PER_CONTAINER = 16
 """A record may hold one array or object per this many bytes of its text (plus a few)."""
 
@@ -304,8 +304,6 @@ def _check_shape(data: bytes, max_depth: int) -> None:
 def _open_refusal(path: Path, error: OSError) -> str:
     if error.errno == errno.ELOOP:
         return "is a symbolic link, not a regular file (links are not followed)"
-    if error.errno == errno.ENXIO:
-        return "is a socket or a device without a reader, not a regular file"
     try:
         mode = os.lstat(path).st_mode
     except OSError:

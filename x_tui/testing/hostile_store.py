@@ -146,7 +146,7 @@ def _bad_handles(sample: dict[str, object], work: Path) -> Iterator[tuple[Maker,
     outside = work / "outside-handle.json"
     _write(outside, sample)
     yield os.mkfifo, "FIFO"
-    yield _socket_at, "socket"
+    yield _socket_at, "is a socket"
     yield _link_to(Path("/dev/zero")), "symbolic link"
     yield _link_to(Path("/dev/urandom")), "symbolic link"
     yield _link_to(work / "no-such-file.json"), "symbolic link"

@@ -284,6 +284,8 @@ def _check_shape(data: bytes, max_depth: int) -> None:
     containers = brackets.count(b"(")
     # Each array or object is now a pair of parentheses: removing the innermost pairs once per
     # level measures the depth in at most max_depth passes.
+    if b"(" * (max_depth + 1) in brackets:
+        raise UnreadableRecordError(f"nested deeper than {max_depth} levels")  # at a glance
     remaining, depth = brackets, 0
     while remaining:
         if depth >= max_depth:

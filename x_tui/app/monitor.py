@@ -19,6 +19,8 @@ thread-safe ``post_message``), and the screens update themselves from those.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -68,6 +70,7 @@ class _Poll:
     interval: float
     busy: bool = False
     last_error: str | None = None
+    told: bool = False
 
 
 class RunMonitor:
@@ -123,6 +126,9 @@ class RunMonitor:
         self._threads: list[threading.Thread] = []
         self._cache_path = service.state_dir / "x-tui" / "final-states.json"
         self._dirty = False
+        self._scanned = False
+        self._published: set[str] = set()
+        """The runs of the last listing posted."""
         self._saved_at = 0.0
         self._save_lock = threading.Lock()
 
@@ -209,8 +215,10 @@ class RunMonitor:
         # Read here, not in __init__: ten thousand kept states take a while, and the app builds
         # its first frame meanwhile.
         self._load_final_states()
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self.service.sweeps_dir.mkdir(parents=True, exist_ok=True)
+        for directory in (self.runs_dir, self.service.sweeps_dir):
+            # A path that is not a directory is read as holding nothing, never fatal here.
+            with contextlib.suppress(OSError):
+                directory.mkdir(parents=True, exist_ok=True)
         self._read_sweeps()
         self._initial_scan()
         watch(
@@ -240,8 +248,12 @@ class RunMonitor:
         with self._lock:
             if sweeps == self._sweeps:
                 return
+            problems_changed = sweeps.unreadable != self._sweeps.unreadable
             self._sweeps = sweeps
+            scanned = self._scanned
         self._post(SweepsChanged(sweeps))
+        if problems_changed and scanned:
+            self._publish(complete=True)
 
     def _initial_scan(self) -> None:
         listing = list_records(self.runs_dir)
@@ -267,7 +279,8 @@ class RunMonitor:
         existing: list[Path] = []
         gone: list[Path] = []
         for path in paths:
-            (existing if path.exists() else gone).append(path)
+            # A link is a record file of its own (named unreadable), dangling or not.
+            (existing if os.path.lexists(path) else gone).append(path)
         if self._read_paths(existing) | self._forget(gone):
             self._publish(complete=True)
 
@@ -287,7 +300,7 @@ class RunMonitor:
         changed = False
         for path in paths:
             try:
-                info = path.stat()
+                info = path.lstat()
             except FileNotFoundError:
                 changed |= self._forget([path])
                 continue
@@ -299,7 +312,10 @@ class RunMonitor:
                     known = self._records.get(path)
                 if known is not None and known.stamp == stamp:
                     continue
-                record = read_record(self.service.store, path, stamp)
+                try:
+                    record = read_record(self.service.store, path, stamp)
+                except Exception as error:  # no record may stop the watcher (a bug included)
+                    record = Record(stamp, None, f"cannot be read: {error!r}")
             changed = True
             self._keep(path, record)
         return changed
@@ -331,13 +347,17 @@ class RunMonitor:
                 key=lambda handle: (handle.submitted_at, handle.run_id),
                 reverse=True,
             )
-            unreadable = {
-                path: record.reason
-                for path, record in sorted(self._records.items())
-                if record.reason is not None
-            }
+            # An unreadable sweep record is named beside the unreadable handles, as by status.
+            problems = [
+                *((path, record.reason) for path, record in self._records.items()),
+                *self._sweeps.unreadable.items(),
+            ]
+            unreadable = {path: reason for path, reason in sorted(problems) if reason is not None}
             unreadable.update(self._launch_unreadable)
+            if complete:
+                self._scanned = True
             self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
+            self._published = {handle.run_id for handle in handles}
             stored = self._stored
         self._post(RunsChanged(stored, complete))
 
@@ -449,7 +469,10 @@ class RunMonitor:
             poll = self._polls.get(run_id)
             if poll is None:
                 return
-            repeated = poll.last_error == reason
+            repeated = poll.last_error == reason and poll.told
+            # Told before the run was in a posted listing, the screen had no row to show it on:
+            # it is told again at the next failure.
+            poll.told = run_id in self._published
             poll.last_error = reason
             poll.interval = min(max(poll.interval, self._first) * 2, self._error_max)
             poll.due = time.monotonic() + poll.interval
@@ -460,7 +483,13 @@ class RunMonitor:
     # Final states, kept across sessions ------------------------------------------------------
 
     def _load_final_states(self) -> None:
-        for run_id, (state, ended) in read_final_states(self._cache_path).items():
+        kept = read_final_states(self._cache_path)
+        if kept is None:
+            # Unreadable: rebuilt from the backends' answers, written over it at the next save.
+            with self._lock:
+                self._dirty = True
+            return
+        for run_id, (state, ended) in kept.items():
             self._states[run_id] = state
             self._ended[run_id] = ended
 

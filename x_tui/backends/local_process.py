@@ -363,6 +363,9 @@ def find_worker(spec: str) -> tuple[int, str] | None:
         info = _proc_info(pid)
         if info is None or info.zombie:
             continue
-        if any(flag == "--spec" and value == spec for flag, value in itertools.pairwise(info.argv)):
+        if any(
+            flag == "--spec" and value == spec
+            for flag, value in itertools.pairwise(info.argv or ())
+        ):
             return pid, info.start_time
     return None

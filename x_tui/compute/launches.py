@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Final
 
 from x_tui.compute.errors import UserError
-from x_tui.compute.record_files import parse_record_file, read_record_dir
+from x_tui.compute.record_files import RECORD_BYTES, read_record_dir, read_record_file
 from x_tui.compute.records import JsonValue, RecordError, dumps_pretty, read_record, write_atomic
 from x_tui.compute.store import RUN_ID_PATTERN, RunHandle, RunStore, check_run_id
 
@@ -233,15 +233,20 @@ class LaunchBook:
         """The launch record of ``run_id``; ``None`` when there is none or it cannot be read."""
         path = self.path_of(run_id)
         try:
-            text = path.read_text(encoding="utf-8")
-            return parse_record_file(path, text, _read_launch)
-        except (OSError, UnicodeDecodeError, UserError):
+            record = read_record_file(path, _read_launch, max_bytes=RECORD_BYTES)
+        except (OSError, UserError):
             return None
+        return record if record.run_id == run_id else None
 
     def read_all(self) -> StoredLaunches:
         """Every launch record, and each file that cannot be read, with the reason."""
         records, unreadable = read_record_dir(
-            self.root, _read_launch, id_of=lambda record: record.run_id, kind="launch"
+            self.root,
+            _read_launch,
+            id_of=lambda record: record.run_id,
+            is_id=lambda name: RUN_ID_PATTERN.fullmatch(name) is not None,
+            kind="launch",
+            max_bytes=RECORD_BYTES,
         )
         return StoredLaunches(records=tuple(records), unreadable=unreadable)
 

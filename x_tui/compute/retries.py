@@ -214,12 +214,13 @@ def parse_attempts(text: str | bytes, *, where: str = ATTEMPTS_NAME) -> tuple[At
     Raises:
         RecordError: If it is not JSON, or not an array of attempts; the message says where.
     """
+    from x_tui.compute.record_files import RECORD_BYTES, parse_json
     from x_tui.compute.records import RecordError, read_record
 
     try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise RecordError(f"{where}: not JSON ({error})") from None
+        data = parse_json(text, max_bytes=RECORD_BYTES)
+    except RecordError as error:
+        raise RecordError(f"{where}: {error}") from None
     if not isinstance(data, list):
         raise RecordError(f"{where}: expected an array of attempts, got {type(data).__name__}")
     entries = [

@@ -23,8 +23,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.errors import RunNotFoundError
-from x_tui.compute.record_files import parse_record_file, read_record_dir
+from x_tui.compute.errors import BadRecordError, RunNotFoundError
+from x_tui.compute.record_files import (
+    HANDLE_BYTES,
+    misfiled_reason,
+    read_json_file,
+    read_record_dir,
+    read_record_file,
+)
 from x_tui.compute.records import (
     JsonValue,
     RecordError,
@@ -297,15 +303,22 @@ class RunStore:
         """
         path = self.path_of(run_id)
         try:
-            text = path.read_text(encoding="utf-8")
+            handle = read_record_file(path, self._read, max_bytes=HANDLE_BYTES)
         except FileNotFoundError:
             raise RunNotFoundError(f"no run '{run_id}' in {self.root}") from None
-        return parse_record_file(path, text, self._read)
+        if handle.run_id != run_id:
+            raise BadRecordError(f"{path}: {misfiled_reason('run', handle.run_id, path.stem)}")
+        return handle
 
     def read_all(self) -> StoredRuns:
         """Every kept handle, newest first, and each record that cannot be read, with the reason."""
         handles, unreadable = read_record_dir(
-            self.root, self._read, id_of=lambda handle: handle.run_id, kind="run"
+            self.root,
+            self._read,
+            id_of=lambda handle: handle.run_id,
+            is_id=lambda name: RUN_ID_PATTERN.fullmatch(name) is not None,
+            kind="run",
+            max_bytes=HANDLE_BYTES,
         )
         handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
         return StoredRuns(handles=tuple(handles), unreadable=unreadable)
@@ -341,20 +354,13 @@ class RunStore:
             RecordError: If the side record is there but cannot be read.
         """
         path = self.side_record_of(run_id)
+        problem = f"its settings side record {path} is not x-tui's record of {run_id}"
         try:
-            with path.open("rb") as file:
-                raw = file.read(SIDE_RECORD_LIMIT + 1)
+            side = read_json_file(path, max_bytes=SIDE_RECORD_LIMIT)
         except FileNotFoundError:
             return None
-        except OSError as error:
-            raise RecordError(f"its settings side record {path} cannot be read: {error}") from None
-        problem = f"its settings side record {path} is not x-tui's record of {run_id}"
-        if len(raw) > SIDE_RECORD_LIMIT:
-            raise RecordError(f"{problem} (over {SIDE_RECORD_LIMIT} bytes)")
-        try:
-            side = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise RecordError(f"{problem} (not JSON)") from None
+        except (OSError, RecordError) as error:
+            raise RecordError(f"{problem}: {error}") from None
         if (
             not isinstance(side, dict)
             or side.get("run_id") != run_id

@@ -22,6 +22,8 @@ _MODULES = (
     "__init__.py",
     "compute/__init__.py",
     "compute/records.py",
+    "compute/errors.py",
+    "compute/record_files.py",
     "compute/spec.py",
     "compute/manifest.py",
     "compute/worker.py",

@@ -47,7 +47,9 @@ def still_app(state_dir: Path, project: Path) -> XTuiApp:
     ]
     final: dict[str, tuple[RunState, float]] = {}
     for run_id, job, submitted, outcome in runs:
-        save_handle(state_dir, run_id=run_id, job=job, submitted_at=submitted)
+        save_handle(
+            state_dir, run_id=run_id, job=job, submitted_at=submitted, project=str(project)
+        )
         if outcome is not None:
             final[run_id] = (outcome[0], submitted.timestamp() + outcome[1])
     sweep_runs = []
@@ -56,7 +58,9 @@ def still_app(state_dir: Path, project: Path) -> XTuiApp:
     ):
         run_id = f"quick-20260919T11300{index}Z-f{index}f{index}f{index}"
         submitted = _ago(minutes=30) + dt.timedelta(seconds=index)
-        save_handle(state_dir, run_id=run_id, job="quick", submitted_at=submitted)
+        save_handle(
+            state_dir, run_id=run_id, job="quick", submitted_at=submitted, project=str(project)
+        )
         final[run_id] = (outcome[0], submitted.timestamp() + outcome[1])
         sweep_runs.append(SweepRun(run_id=run_id, parameters={"LR": value}))
     SweepStore(state_dir / "x-tui" / "sweeps").save(

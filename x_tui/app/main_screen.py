@@ -31,13 +31,14 @@ from typing import ClassVar, cast
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from x_tui.app.app_context import monitor_of, service_of
+from x_tui.app.footer_keys import focused_first
 from x_tui.app.messages import (
     ConfigChanged,
     RunsChanged,
@@ -108,6 +109,11 @@ class MainScreen(Screen[None]):
         self.project_root = project
         self.project: Project | None = None
         self._clock = clock
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """Active bindings in footer order: help, the focused pane's keys, then the screen's."""
+        return focused_first(self, super().active_bindings)
 
     def compose(self) -> ComposeResult:
         """Jobs pane, runs pane, footer."""

@@ -72,7 +72,7 @@ class LogView(Widget):
         Binding("end,F", "follow", "Follow", id="log.follow"),
         Binding("w", "toggle_wrap", "Wrap", id="log.wrap"),
         Binding("slash", "search", "Search", id="log.search"),
-        Binding("n", "next_match", "Next match", id="log.next_match"),
+        Binding("n", "next_match", "Next match", id="log.next_match", show=False),
         Binding("N", "previous_match", "Prev match", id="log.previous_match", show=False),
         Binding("ampersand", "filter", "Filter", id="log.filter"),
         Binding("plus", "context(1)", "More context", show=False, id="log.more_context"),

@@ -74,7 +74,7 @@ class RunsTable(DataTable[Text]):
         Binding("k", "cursor_up", "Up", show=False, id="runs.up"),
         Binding("g,home", "first_row", "First run", show=False, id="runs.first"),
         Binding("G,end", "last_row", "Last run", show=False, id="runs.last"),
-        Binding("p", "toggle_project", "All projects", id="runs.project_filter"),
+        Binding("p", "toggle_project", "Projects", id="runs.project_filter"),
         Binding("o", "next_sort", "Sort", id="runs.sort"),
         Binding("O", "reverse_sort", "Reverse sort", show=False, id="runs.reverse_sort"),
     ]

@@ -1,5 +1,6 @@
 """The run screen's log at 80x24: following keeps the last line on screen, escape's order, the
-wrap setting, saving the lines shown and opening the log in a pager or an editor."""
+wrap setting, saving the lines shown (``s``) and opening the log in a pager or an editor
+(``v``, ``V``)."""
 
 from __future__ import annotations
 
@@ -197,7 +198,7 @@ def _no_suspend() -> Iterator[None]:
 
 
 @asynchronous
-async def test_o_opens_the_pager_and_shift_o_the_editor_at_the_current_line(
+async def test_v_opens_the_pager_and_shift_v_the_editor_at_the_current_line(
     state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     calls: list[tuple[list[str], str]] = []
@@ -216,7 +217,7 @@ async def test_o_opens_the_pager_and_shift_o_the_editor_at_the_current_line(
         monkeypatch.setattr(app, "suspend", _no_suspend)
         await _open(app, pilot, state_dir, log)
         await wait_until(pilot, lambda: "Traceback" in screen_text(app), "the log")
-        await pilot.press("o")
+        await pilot.press("v")
         await wait_until(pilot, lambda: len(calls) == 1, "the pager")
         argv, text = calls[0]
         assert argv[:3] == ["less", "-S", "+36g"]
@@ -224,6 +225,6 @@ async def test_o_opens_the_pager_and_shift_o_the_editor_at_the_current_line(
         assert not Path(argv[-1]).exists(), "the copy outlived the pager"
         await pilot.press("e")  # the traceback, line 31, becomes the current line
         await wait_until(pilot, lambda: _log_view(app).lines_view.current == 30, "the jump")
-        await pilot.press("O")
+        await pilot.press("V")
         await wait_until(pilot, lambda: len(calls) == 2, "the editor")
         assert calls[1][0][:2] == ["nano", "+31"]

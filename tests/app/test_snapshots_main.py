@@ -47,9 +47,7 @@ def still_app(state_dir: Path, project: Path) -> XTuiApp:
     ]
     final: dict[str, tuple[RunState, float]] = {}
     for run_id, job, submitted, outcome in runs:
-        save_handle(
-            state_dir, run_id=run_id, job=job, submitted_at=submitted, project=str(project)
-        )
+        save_handle(state_dir, run_id=run_id, job=job, submitted_at=submitted, project=str(project))
         if outcome is not None:
             final[run_id] = (outcome[0], submitted.timestamp() + outcome[1])
     sweep_runs = []

@@ -55,7 +55,8 @@ async def test_enter_submits_only_after_a_acknowledges_the_warning(
         screen = SubmitScreen("big", project=open_project(project))
         await app.push_screen(screen)
         await wait_until(pilot, lambda: screen.plan is not None, "the plan")
-        assert screen.warning is not None and "H100:8" in screen.warning
+        assert screen.warning is not None
+        assert "H100:8" in screen.warning
         assert "a acknowledges it" in screen_text(app)
         assert "without a GPU" in screen_text(app)
 

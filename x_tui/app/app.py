@@ -15,6 +15,7 @@ in modules of their own.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -129,12 +130,17 @@ class XTuiApp(App[int]):
             if settings.theme in self.available_themes:
                 self.theme = settings.theme
             else:
-                themes = ", ".join(sorted(self.available_themes))
+                names = sorted(self.available_themes)
+                close = difflib.get_close_matches(settings.theme, names, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
                 problems.append(
-                    f"{settings.path}: theme: {settings.theme!r} is not a theme here"
-                    f" (available: {themes})"
+                    f"{settings.path}: theme: {settings.theme!r} is not a theme here{hint}"
+                    f" (available: {', '.join(names)})"
                 )
         if settings.keys:
+            from x_tui.app.key_ids import key_ids, unknown_key_ids
+
+            problems += unknown_key_ids(settings.path, settings.keys, key_ids())
             self.set_keymap(dict(settings.keys))
         for problem in problems:
             self.notify(problem, title="Settings", severity="warning", timeout=10, markup=False)

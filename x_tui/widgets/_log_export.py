@@ -1,5 +1,5 @@
-"""What the log view's ``s`` and ``o`` keys write and run: a sanitised copy of the lines shown,
-and the pager or editor command that opens one; no Textual.
+"""What the log view's ``s``, ``v`` and ``V`` keys write and run: a sanitised copy of the lines
+shown, and the pager or editor command that opens one; no Textual.
 
 A saved copy holds the lines as the view shows them (every escape sequence and control character
 removed, ``\\r`` progress bars as their last state, colours dropped), the filtered rows only when

@@ -61,8 +61,11 @@ class LogView(Widget):
     | `e`, `E` | Next, previous error or traceback. |
     | `escape` | Clear the search, else the filter (else the key goes to the screen). |
     | `s` | Save the lines shown (the filtered ones when filtering) as plain text. |
-    | `o` | Open the log in ``$PAGER``. |
-    | `O` | Open the log in ``$VISUAL``/``$EDITOR`` at the current line (``+N``). |
+    | `v` | View the log in ``$PAGER`` (``less`` by default), at the current line. |
+    | `V` | Open the log in ``$VISUAL``/``$EDITOR`` at the current line (``+N``). |
+
+    (Both open a sanitised copy, removed afterwards. Not ``o``: a task's log tab binds ``o`` to
+    switch between its stdout and stderr.)
 
     Arrows, `pageup`/`pagedown` and `home` scroll; scrolling up pauses following and the status
     line counts "+N new lines" until `end` (or scrolling back to the end) resumes it.
@@ -81,8 +84,8 @@ class LogView(Widget):
         Binding("E", "previous_error", "Prev error", id="log.previous_error", show=False),
         Binding("escape", "clear_search", "Clear", id="log.clear"),
         Binding("s", "save", "Save", id="log.save"),
-        Binding("o", "open_pager", "Pager", id="log.pager"),
-        Binding("O", "open_editor", "Editor", id="log.editor", show=False),
+        Binding("v", "open_pager", "Pager", id="log.pager"),
+        Binding("V", "open_editor", "Editor", id="log.editor", show=False),
     ]
 
     DEFAULT_CSS = """

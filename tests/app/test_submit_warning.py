@@ -34,8 +34,8 @@ def no_gpu(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_the_local_machine_without_the_accelerator_falls_short() -> None:
     assert local_machine.shortfall([("H100", 8)], names=()) == (
-        "the job asks for H100:8, but the local backend runs it on this machine, without a GPU"
-        " (nvidia-smi lists none); it would run without them"
+        "the job asks for H100:8; the local backend runs it on this machine, without a GPU"
+        " (nvidia-smi lists none) instead"
     )
     h100s = ("NVIDIA H100 80GB HBM3",) * 8
     assert local_machine.shortfall([("H100", 8)], names=h100s) is None

@@ -142,10 +142,7 @@ def shortfall(asked: Sequence[tuple[str, int]], names: tuple[str, ...] | None = 
         if found >= count:
             return None
     shapes = " or ".join(f"{kind}:{count}" for kind, count in asked)
-    return (
-        f"the job asks for {shapes}, but the local backend runs it on {runs_on(names)};"
-        " it would run without them"
-    )
+    return f"the job asks for {shapes}; the local backend runs it on {runs_on(names)} instead"
 
 
 def machine() -> dict[str, JsonValue]:

@@ -14,10 +14,12 @@ in modules of their own.
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from textual.app import App
 from textual.binding import Binding, BindingType
@@ -36,7 +38,10 @@ from x_tui.app.messages import (
 )
 from x_tui.app.monitor import FIRST_INTERVAL, MAX_INTERVAL, RunMonitor
 from x_tui.app.service import Service
-from x_tui.app.settings import Settings, refresh_scale
+from x_tui.app.settings import Settings, refresh_scale, save_setting, settings_path
+
+if TYPE_CHECKING:  # the log view loads with the first screen that shows a log, not at start-up
+    from x_tui.widgets.log_view import LogView
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
 """The directory of the app's ``.tcss`` files (absolute, so a subclass elsewhere finds them)."""
@@ -125,12 +130,17 @@ class XTuiApp(App[int]):
             if settings.theme in self.available_themes:
                 self.theme = settings.theme
             else:
-                themes = ", ".join(sorted(self.available_themes))
+                names = sorted(self.available_themes)
+                close = difflib.get_close_matches(settings.theme, names, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
                 problems.append(
-                    f"{settings.path}: theme: {settings.theme!r} is not a theme here"
-                    f" (available: {themes})"
+                    f"{settings.path}: theme: {settings.theme!r} is not a theme here{hint}"
+                    f" (available: {', '.join(names)})"
                 )
         if settings.keys:
+            from x_tui.app.key_ids import key_ids, unknown_key_ids
+
+            problems += unknown_key_ids(settings.path, settings.keys, key_ids())
             self.set_keymap(dict(settings.keys))
         for problem in problems:
             self.notify(problem, title="Settings", severity="warning", timeout=10, markup=False)
@@ -163,6 +173,17 @@ class XTuiApp(App[int]):
     def on_config_changed(self, message: ConfigChanged) -> None:
         """Forward to the main screen and the screen in front."""
         self._forward(message)
+
+    def on_log_view_wrap_changed(self, message: LogView.WrapChanged) -> None:
+        """Remember the user's wrap choice for the next log views, and in the settings file."""
+        self.settings = dataclasses.replace(self.settings, wrap=message.wrap)
+        path = self.settings.path or settings_path()
+        try:
+            save_setting(path, "wrap", message.wrap)
+        except OSError as error:
+            self.notify(
+                f"wrap not remembered: {error}", title="Settings", severity="warning", markup=False
+            )
 
     # Actions ----------------------------------------------------------------------------------
 

@@ -1,5 +1,7 @@
-"""The run screen's header: the run's state as a badge and its id; job, backend, submission time,
-age and duration; the provider's details; and a notice line (a status or log-stream failure).
+"""The run screen's header: the run's state as a badge, its id and how long it has run (or ran);
+job, backend, submission time and age; the provider's details; and a notice line (a status or
+log-stream failure). What matters most comes first on the first line, so a narrow terminal cuts
+the rest.
 
 Every string from the run goes through ``safe_text``.
 """
@@ -41,7 +43,7 @@ def header_renderable(
     notice: Text | None = None,
     settings_note: str | None = None,
 ) -> Group:
-    """The run's header: state and id; job, backend, submission time, age, duration; details.
+    """The run's header: state, id and duration; job, backend, submission time, age; details.
 
     Args:
         handle: The run.
@@ -60,17 +62,17 @@ def header_renderable(
     first.append(" ")
     first.append_text(safe_text(handle.run_id, "bold"))
     submitted = handle.submitted_at.astimezone(dt.UTC)
+    if state is not None and state.is_final:
+        if ended_at is not None:
+            first.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
+    elif state is not None:
+        first.append(f" · running for {format_seconds((now - submitted).total_seconds())}")
     second = Text("job ")
     second.append_text(safe_text(handle.job, "bold"))
     second.append(" · ")
     second.append_text(safe_text(handle.backend, "bold"))
     second.append(f" · submitted {submitted:%Y-%m-%d %H:%M:%S}Z")
     second.append(f" ({format_seconds((now - submitted).total_seconds())} ago)", style="dim")
-    if state is not None and state.is_final:
-        if ended_at is not None:
-            second.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
-    elif state is not None:
-        second.append(f" · running for {format_seconds((now - submitted).total_seconds())}")
     details = Text(style="dim")
     for index, (key, value) in enumerate(sorted(handle.details.items())):
         if index:

@@ -33,6 +33,7 @@ from x_tui.compute.errors import ConfigError, UserError
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.operations import JobList, Project, RunPlan
 from x_tui.compute.outputs import OutsideOutputsError, read_output
+from x_tui.compute.run_removal import Removal
 from x_tui.compute.store import RunHandle, RunStore, StoredRuns, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
 
@@ -317,6 +318,26 @@ class Service:
             seconds=self.deadlines.fetch,
             backend=handle.backend,
             what=f"fetch of {handle.run_id}",
+        )
+
+    def delete(self, handle: RunHandle) -> Removal:
+        """Delete a finished run's local files, x-tui's spooled log of it, then its record.
+
+        Returns:
+            What was removed.
+
+        Raises:
+            RunStillGoingError: If the run has not ended (nothing is removed).
+            UserError: If the backend cannot be built or the record names an unexpected
+                directory.
+            OSError: If a file cannot be removed (the record is kept then).
+        """
+        from x_tui.compute.run_removal import delete_run
+
+        state = self.status(handle)  # within the status deadline; the removal takes its time
+        spooled = self.logs_dir / f"{handle.run_id}.log"
+        return delete_run(
+            handle, self.backend(handle), self.store, side_files=(spooled,), state=state
         )
 
     def run_files(self, handle: RunHandle) -> RunFiles | None:

@@ -23,6 +23,7 @@ from x_tui.compute.operations import (
     open_project,
 )
 from x_tui.compute.records import JsonValue
+from x_tui.compute.registry import close_name
 
 EXIT_OK = 0
 
@@ -107,7 +108,8 @@ def backends(args: argparse.Namespace) -> int:
     if args.backend is not None:
         if args.backend not in names:
             raise UnknownBackendError(
-                f"no compute backend named '{args.backend}'; registered: {', '.join(names)}"
+                f"no compute backend named '{args.backend}'{close_name(args.backend, names)};"
+                f" registered: {', '.join(names)}"
             )
         names = (args.backend,)
     settings = _settings(args)

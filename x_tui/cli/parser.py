@@ -135,6 +135,14 @@ def build_parser() -> Parser:
     )
     cancel.add_argument("run_id", metavar="RUN_ID|SWEEP_ID")
 
+    delete = verb(
+        "delete",
+        "Delete a finished run: its record and its files on this machine (asks first; "
+        "a run still going is refused).",
+    )
+    delete.add_argument("run_id", metavar="RUN_ID")
+    delete.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
+
     teardown = verb(
         "teardown",
         "Remove what a run holds on its provider (SkyPilot: its cluster), also after the run "

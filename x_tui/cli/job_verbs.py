@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from x_tui.cli.describe import job_lines, job_summary
-from x_tui.cli.output import complain, escaped, print_json, say
+from x_tui.cli.output import complain, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
 from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, follow_logs
 from x_tui.compute.operations import (
@@ -22,6 +22,7 @@ from x_tui.compute.operations import (
     submit_run,
 )
 from x_tui.compute.records import dump_record
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.sweeps import SweepAxis, parse_sweep
 
 
@@ -147,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
         )
         return run_sweep(swept, detach=args.detach, into=args.into)
     handle = submit_run(_plan(args))
-    say(f"Submitted {handle.run_id} to {handle.backend}.")
+    say(f"Submitted {handle.run_id} to {escaped(handle.backend)}.")
     if args.detach:
         return EXIT_OK
     backend = backend_for(handle)

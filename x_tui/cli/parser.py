@@ -7,7 +7,8 @@ import sys
 from typing import NoReturn
 
 from x_tui import __version__
-from x_tui.cli.output import PROG, escaped
+from x_tui.cli.output import PROG
+from x_tui.compute.sanitize import escaped
 
 DESCRIPTION = (
     "Launch and watch the compute runs a project declares in pyproject.toml "

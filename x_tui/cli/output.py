@@ -6,7 +6,8 @@ hide text, reorder it or overwrite its ``[<task>] `` prefix; piped, they are wri
 A log is written piece by piece (``x_tui.compute.log_pieces``), so a line of any length streams
 in bounded memory. Names and messages (ours, a provider's, a record's, a configuration value) go
 through ``x_tui.compute.sanitize.escaped``: on one line, every control and invisible character
-shown as an escape. Nothing here imports Rich or Textual.
+shown as an escape. Nothing here imports Rich or Textual, and the sanitiser is imported when
+something is written (``import x_tui.cli`` stays light).
 """
 
 from __future__ import annotations
@@ -15,8 +16,6 @@ import json
 import sys
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
-
-from x_tui.compute.sanitize import LineCap, escaped, terminal_log_line
 
 if TYPE_CHECKING:
     from x_tui.compute.log_pieces import LogPiece
@@ -32,7 +31,9 @@ def say(text: str) -> None:
 
 
 def complain(message: str) -> None:
-    """Write ``x-tui: <message>`` on stderr, on one line."""
+    """Write ``x-tui: <message>`` on stderr, on one line, every control character escaped."""
+    from x_tui.compute.sanitize import escaped
+
     sys.stderr.write(f"{PROG}: {escaped(message)}\n")
     sys.stderr.flush()
 
@@ -61,6 +62,7 @@ def log_writer(lead: str = "") -> Callable[[str], None]:
     """
     if not sys.stdout.isatty():
         return (lambda line: say(lead + line)) if lead else say
+    from x_tui.compute.sanitize import LineCap, terminal_log_line
 
     def write(line: str) -> None:
         cap = LineCap()
@@ -87,6 +89,8 @@ def print_log(pieces: Iterable[LogPiece]) -> None:
             out.write(text + "\n" if ends_line else text)
             out.flush()
         return
+    from x_tui.compute.sanitize import LineCap, terminal_log_line
+
     cap = LineCap()
     for text, ends_line in pieces:
         cap.feed(text)

@@ -16,8 +16,9 @@ line, every control character and every invisible formatting character (bidi con
 characters, line and paragraph separators, the byte-order mark, tag characters) written visibly
 as an escape such as ``\\u202e``, so two names that look alike are told apart.
 
-A log line shown on a terminal goes through :func:`terminal_log_line`: its ``[<task>] `` prefix is
-kept in front of whatever its ``\\r`` states and controls do to the rest. A line of any length is
+A log line shown by the CLI on a terminal goes through :func:`terminal_log_line`: its
+``[<task>] `` prefix is kept in front of whatever its ``\\r`` states and controls do to the rest,
+and its invisible characters are shown as escapes, as in names. A line of any length is
 cut in one pass with :class:`LineCap`, fed piece by piece, in memory bounded by
 :data:`MAX_LINE_CHARS`.
 
@@ -41,17 +42,19 @@ CUT_MARK = "…"
 _BIDI = "\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
 """Bidi controls (as a regex class body): marks, embeddings, overrides and isolates."""
 
-_INVISIBLE = re.compile(
-    "[\x00-\x1f\x7f-\x9f"
+_HIDDEN = re.compile(
     # Unicode's format characters (category Cf): soft hyphen, bidi controls, zero-width
     # characters, word joiners, the byte-order mark, interlinear annotations, tag characters...
-    "\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
+    "[\u00ad\u0600-\u0605\u061c\u06dd\u070f\u0890\u0891\u08e2\u180e\u200b-\u200f"
     "\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000110bd\U000110cd"
     "\U00013430-\U0001343f\U0001bca0-\U0001bca3\U0001d173-\U0001d17a\U000e0001"
     "\U000e0020-\U000e007f"
     # Line and paragraph separators; fillers that show as blank space.
     "\u2028\u2029\u115f\u1160\u3164\uffa0]"
 )
+"""An invisible character that is not a control: shown as an escape in names and CLI logs."""
+
+_INVISIBLE = re.compile(f"[\x00-\x1f\x7f-\x9f]|{_HIDDEN.pattern}")
 """A character :func:`escaped` writes as an escape: controls and invisible formatting."""
 
 _TASK_PREFIX = re.compile(r"\[[A-Za-z0-9][A-Za-z0-9._-]*\] ")
@@ -148,6 +151,10 @@ def plain_counted(text: str) -> tuple[str, int]:
     return _sanitize(text, keep_sgr=False)
 
 
+def _escape(match: re.Match[str]) -> str:
+    return match.group().encode("unicode_escape").decode()
+
+
 def escaped(text: str) -> str:
     r"""A name or message on one line, every control and invisible character shown as an escape.
 
@@ -164,7 +171,7 @@ def escaped(text: str) -> str:
     """
     if _INVISIBLE.search(text) is None:
         return text
-    return _INVISIBLE.sub(lambda match: match.group().encode("unicode_escape").decode(), text)
+    return _INVISIBLE.sub(_escape, text)
 
 
 class LineCap:
@@ -253,11 +260,12 @@ def cap_line(line: str, limit: int = MAX_LINE_CHARS) -> tuple[str, bool]:
 def terminal_log_line(line: str, *, cut: bool = False) -> str:
     """One log line as a terminal shows it: its ``[<task>] `` prefix first, whatever follows.
 
-    The rest of the line is made :func:`plain` (no control sequence, no colour, no bidi control,
-    so it cannot reorder or hide the prefix) and its ``\\r`` states are resolved to what a
-    terminal would show last, after the prefix: a state that starts with the same prefix again
-    (as the worker writes each state of a progress bar) is shown once, and a state that starts
-    with another task's prefix is shown after this one's, never in its place.
+    The rest of the line is made :func:`plain` (no control sequence, no colour), with every
+    invisible character (bidi controls, zero-width characters) shown as an escape such as
+    ``\\u202e``, so it cannot reorder or hide the prefix or itself; its ``\\r`` states are
+    resolved to what a terminal would show last, after the prefix: a state that starts with the
+    same prefix again (as the worker writes each state of a progress bar) is shown once, and a
+    state that starts with another task's prefix is shown after this one's, never in its place.
 
     Args:
         line: One line of untrusted text (no newline in it), cut to size already, as
@@ -272,6 +280,8 @@ def terminal_log_line(line: str, *, cut: bool = False) -> str:
     body = line[len(prefix) :]
     if prefix and "\r" in body:
         body = "\r".join(part.removeprefix(prefix) for part in body.split("\r"))
+    if _HIDDEN.search(body) is not None:
+        body = _HIDDEN.sub(_escape, body)
     if _SUSPECT.search(body) is not None:
         body = _strip_line(body, keep_sgr=False)[0]
         if "\r" in body:

@@ -155,6 +155,24 @@ def _escape(match: re.Match[str]) -> str:
     return match.group().encode("unicode_escape").decode()
 
 
+def revealed(text: str) -> str:
+    r"""``text`` with every invisible formatting character written as an escape such as ``\u202e``.
+
+    Bidi controls, zero-width characters, line and paragraph separators, the byte-order mark and
+    tag characters are revealed; controls and escape sequences are left for :func:`clean` or
+    :func:`plain` to remove. For names and messages shown in a widget.
+
+    Args:
+        text: Untrusted text.
+
+    Returns:
+        The text, with nothing invisible but controls left in it.
+    """
+    if _HIDDEN.search(text) is None:
+        return text
+    return _HIDDEN.sub(_escape, text)
+
+
 def escaped(text: str) -> str:
     r"""A name or message on one line, every control and invisible character shown as an escape.
 
@@ -280,8 +298,7 @@ def terminal_log_line(line: str, *, cut: bool = False) -> str:
     body = line[len(prefix) :]
     if prefix and "\r" in body:
         body = "\r".join(part.removeprefix(prefix) for part in body.split("\r"))
-    if _HIDDEN.search(body) is not None:
-        body = _HIDDEN.sub(_escape, body)
+    body = revealed(body)
     if _SUSPECT.search(body) is not None:
         body = _strip_line(body, keep_sgr=False)[0]
         if "\r" in body:

@@ -100,6 +100,7 @@ def test_the_local_backend_is_registered_and_declares_its_abilities(tmp_path: Pa
         Capability.REQUEST,
         Capability.EXTENSIONS,
         Capability.ACCELERATORS,
+        Capability.LOG_PIECES,
     }
 
 

@@ -153,3 +153,21 @@ def test_status_logs_jobs_and_plan_show_hostile_text_only_escaped(cli: Cli) -> N
     assert plan_code == 0
     assert "  env         NOTE=\\x1b]0;pwned-title\\x07" in plan
     assert "task.py '\\x1b]0;pwned-title\\x07" in plan
+
+
+def test_a_line_of_megabytes_is_shown_cut_on_a_terminal_and_written_whole_when_piped(
+    cli: Cli,
+) -> None:
+    run_id = _hostile_run(cli)
+    (worker_log,) = cli.state.rglob("worker.log")
+    states = "".join(f"\r[speaks] step {n:07d}" for n in range(200_000))
+    worker_log.write_bytes(f"[speaks] start{states}\n[speaks] after\n".encode())
+
+    code, shown = _on_a_terminal(cli, "logs", run_id)
+    piped = cli("logs", run_id)
+
+    assert code == 0
+    assert shown.splitlines() == ["[speaks] step 0199999", "[speaks] after"]
+    assert piped.returncode == 0
+    # (read back in text mode, where each "\r" reads as a newline)
+    assert piped.stdout == worker_log.read_text().replace("\r", "\n")

@@ -102,6 +102,7 @@ def test_the_local_backend_is_registered_and_declares_its_abilities(tmp_path: Pa
         Capability.EXTENSIONS,
         Capability.ACCELERATORS,
         Capability.LAUNCH,
+        Capability.LOG_PIECES,
     }
 
 

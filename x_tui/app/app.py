@@ -10,6 +10,11 @@ in modules of their own.
 | ``q`` | Quit (runs keep running: x-tui never stops a run by closing). |
 | ``?`` | Help for the keys that work here. |
 | ``escape`` | Back to the previous screen. |
+
+The app never ends on its own: in a terminal smaller than ``fallback_screens.MIN_WIDTH`` x
+``MIN_HEIGHT`` a notice covers every screen until it is enlarged, and an exception raised inside
+the app (a widget that cannot render what a record holds) is shown in a panel in front of the
+screen that failed (``fallback_screens``).
 """
 
 from __future__ import annotations
@@ -21,12 +26,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual import events
+from textual._context import active_message_pump
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.command import Provider
+from textual.dom import NoScreen
+from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 
+from x_tui.app.fallback_screens import FailureScreen, TooSmallScreen, too_small
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.messages import (
     ConfigChanged,
@@ -118,10 +129,56 @@ class XTuiApp(App[int]):
         """Apply the user's theme and keys, report what in the settings was unusable, start."""
         self._apply_settings()
         self.monitor.start()
+        self.screen_change_signal.subscribe(self, self._screen_changed)
+        self._fit(self.size)
 
-    def on_unmount(self) -> None:
-        """Stop the monitor's threads (runs are left running)."""
-        self.monitor.stop()
+    def on_resize(self, event: events.Resize) -> None:
+        """Cover the screens while the terminal is too small for them; uncover them after."""
+        self._fit(event.size)
+
+    def _screen_changed(self, screen: Screen[Any]) -> None:
+        # A screen pushed while the terminal is too small goes under the notice too; a notice
+        # left under a screen that was dismissed goes once the terminal is big enough.
+        if isinstance(screen, TooSmallScreen) != too_small(self.size):
+            self._fit(self.size)
+
+    def _fit(self, size: Size) -> None:
+        if not self.screen_stack:
+            return
+        top = self.screen
+        small = too_small(size)
+        for screen in self.screen_stack:
+            # A covered screen lays nothing out, so nothing in it is arranged in too little room.
+            screen.set_class(small and not isinstance(screen, TooSmallScreen), "-covered")
+        if small:
+            if isinstance(top, TooSmallScreen):
+                top.show_size(size)
+            else:
+                self.push_screen(TooSmallScreen(size))
+        elif isinstance(top, TooSmallScreen):
+            self.pop_screen()
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Show a failure inside the app in a panel and keep running (see the module docs).
+
+        Textual stops the widget or screen that raised from handling anything more, so the screen
+        it belongs to is closed (never the main screen) and the panel shown in its place. A
+        failure of the app itself, of the panel or the too-small notice, or before the app runs,
+        ends the app as Textual does, with the traceback.
+        """
+        failed = _failed_screen()
+        if (
+            failed is None
+            or not self.is_running
+            or failed not in self.screen_stack
+            or isinstance(failed, (FailureScreen, TooSmallScreen))
+        ):
+            super()._handle_exception(error)
+            return
+        self.log.error(f"failure shown in a panel: {error!r}")
+        while failed in self.screen_stack and len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.push_screen(FailureScreen(error))
 
     def _apply_settings(self) -> None:
         settings = self.settings
@@ -149,8 +206,10 @@ class XTuiApp(App[int]):
 
     def _forward(self, message: Message) -> None:
         targets: list[Screen[Any]] = [self.main_screen]
-        if self.screen is not self.main_screen:
-            targets.append(self.screen)
+        shown = [s for s in self.screen_stack if not isinstance(s, (FailureScreen, TooSmallScreen))]
+        front = shown[-1] if shown else self.main_screen
+        if front is not self.main_screen:
+            targets.append(front)
         for target in targets:
             target.post_message(copy_message(message))
 
@@ -191,10 +250,32 @@ class XTuiApp(App[int]):
         """Show the keys that work where the user is (generated from the bindings)."""
         from x_tui.app.help_screen import HelpScreen, help_for
 
-        if not isinstance(self.screen, HelpScreen):
+        if not isinstance(self.screen, (HelpScreen, FailureScreen, TooSmallScreen)):
             self.push_screen(help_for(self.screen))
 
+    def action_command_palette(self) -> None:
+        """Open the command palette, unless a notice or a failure panel is in front."""
+        if not isinstance(self.screen, (FailureScreen, TooSmallScreen)):
+            super().action_command_palette()
+
     async def action_back(self) -> None:
-        """Go back to the previous screen (the main screen stays)."""
-        if len(self.screen_stack) > 1:
+        """Go back to the previous screen (the main screen stays, the too-small notice too)."""
+        if len(self.screen_stack) > 1 and not isinstance(self.screen, TooSmallScreen):
             await self.pop_screen()
+
+
+def _failed_screen() -> Screen[Any] | None:
+    """The screen of the widget or screen whose handler raised, if it was one of them."""
+    try:
+        # Textual runs each handler with its own message pump as the active one.
+        pump = active_message_pump.get()
+    except LookupError:
+        return None
+    if isinstance(pump, Screen):
+        return pump
+    if isinstance(pump, Widget):
+        try:
+            return pump.screen
+        except NoScreen:
+            return None
+    return None

@@ -61,7 +61,7 @@ def header_renderable(
     first = Text(label, style=STATE_STYLES.get(state, ""))
     first.append(" ")
     first.append_text(safe_text(handle.run_id, "bold"))
-    submitted = handle.submitted_at.astimezone(dt.UTC)
+    submitted = handle.submitted_at
     if state is not None and state.is_final:
         if ended_at is not None:
             first.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
@@ -71,7 +71,7 @@ def header_renderable(
     second.append_text(safe_text(handle.job, "bold"))
     second.append(" · ")
     second.append_text(safe_text(handle.backend, "bold"))
-    second.append(f" · submitted {submitted:%Y-%m-%d %H:%M:%S}Z")
+    second.append(f" · submitted {_moment_text(submitted)}")
     second.append(f" ({format_seconds((now - submitted).total_seconds())} ago)", style="dim")
     details = Text(style="dim")
     for index, (key, value) in enumerate(sorted(handle.details.items())):
@@ -90,3 +90,11 @@ def header_renderable(
         line.no_wrap = True
         line.overflow = "ellipsis"
     return Group(*lines)
+
+
+def _moment_text(moment: dt.datetime) -> str:
+    """A moment in UTC, or with its own offset where UTC cannot hold it (year 1 or 9999)."""
+    try:
+        return f"{moment.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S}Z"
+    except OverflowError:
+        return f"{moment:%Y-%m-%d %H:%M:%S%z}"

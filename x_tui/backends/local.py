@@ -68,6 +68,7 @@ from x_tui.compute.errors import BadRecordError, ConfigError, ProviderError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.launches import KILL_AT_ENV, TRACE_ENV, LaunchRecord, RunLaunch
+from x_tui.compute.log_pieces import LineSplitter, LogPiece, lines_of
 from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
 from x_tui.compute.outputs import UnsafeOutputsError, copy_outputs, read_output
 from x_tui.compute.records import JsonValue, RecordError
@@ -83,6 +84,8 @@ WORKER_LOG: Final = "worker.log"
 CANCELLED: Final = "cancelled"
 POLL_SECONDS: Final = 0.05
 """How often a followed log is read again once it has been read to its end."""
+READ_BYTES: Final = 1 << 16
+"""How much of ``worker.log`` one read takes: the most a log piece holds."""
 EXIT_WAIT_SECONDS: Final = 5.0
 """How long a followed log waits, once the run is final, for the worker to exit and flush."""
 
@@ -149,8 +152,8 @@ class LocalBackend:
 
     Attributes:
         name: ``"local"``.
-        capabilities: Local files, peek, plan, the resource request, x-tui's job extensions
-            and this machine's accelerators.
+        capabilities: Local files, peek, plan, the resource request, x-tui's job extensions,
+            this machine's accelerators and the log in pieces.
         unbilled: Why a local run has no cost estimate.
         settings: The validated settings.
     """
@@ -166,6 +169,7 @@ class LocalBackend:
             Capability.EXTENSIONS,
             Capability.ACCELERATORS,
             Capability.LAUNCH,
+            Capability.LOG_PIECES,
         }
     )
 
@@ -328,11 +332,26 @@ class LocalBackend:
             follow: Keep reading until the run is final, then yield what is left and stop.
 
         Yields:
-            Each line; an unterminated last line once the run is final.
+            Each line; an unterminated last line once the run is final or no longer followed.
+        """
+        return lines_of(self.log_pieces(handle, follow=follow))
+
+    def log_pieces(self, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]:
+        """The same log as :meth:`logs`, in pieces of at most one read each.
+
+        ``worker.log`` is read in chunks of 64 KiB and never joined, so a line of any length
+        costs time linear in its length and bounded memory.
+
+        Args:
+            handle: The run.
+            follow: Keep reading until the run is final, then yield what is left and stop.
+
+        Yields:
+            The pieces; the last line is ended when the log stops, even without a newline.
         """
         run = _run_of(handle)
         path = run.run_dir / WORKER_LOG
-        pending = b""
+        splitter = LineSplitter()
         reader = None
         gone_since: float | None = None
         try:
@@ -342,11 +361,9 @@ class LocalBackend:
                         reader = path.open("rb")
                     except FileNotFoundError:
                         reader = None
-                chunk = reader.read(1 << 16) if reader is not None else b""
+                chunk = reader.read(READ_BYTES) if reader is not None else b""
                 if chunk:
-                    *lines, pending = (pending + chunk).split(b"\n")
-                    for line in lines:
-                        yield _decode(line)
+                    yield from splitter.feed(chunk)
                     continue
                 final = self.status(handle).is_final
                 if final and follow and self._alive(run):
@@ -356,12 +373,9 @@ class LocalBackend:
                         time.sleep(POLL_SECONDS)
                         continue
                 if final or not follow:
-                    if reader is not None:
-                        *lines, pending = (pending + reader.read()).split(b"\n")
-                        for line in lines:
-                            yield _decode(line)
-                    if pending and final:
-                        yield _decode(pending)
+                    while reader is not None and (chunk := reader.read(READ_BYTES)):
+                        yield from splitter.feed(chunk)
+                    yield from splitter.finish()
                     return
                 time.sleep(POLL_SECONDS)
         finally:
@@ -497,10 +511,6 @@ def _worker_environment(secrets: SecretValues | None = None, *, marker: str) -> 
     # Every process of the run inherits it, and so can be found and stopped.
     env[MARKER_VARIABLE] = marker
     return env
-
-
-def _decode(line: bytes) -> str:
-    return line.removesuffix(b"\r").decode("utf-8", "replace")
 
 
 def _run_of(handle: RunHandle) -> _Run:

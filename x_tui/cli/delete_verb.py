@@ -12,9 +12,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from x_tui.cli.output import complain, escaped, say
+from x_tui.cli.output import complain, say
 from x_tui.compute.operations import backend_for
 from x_tui.compute.run_removal import check_ended, delete_run, plan_removal
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunStore, default_state_dir
 
 EXIT_OK = 0

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from x_tui.cli.check_verb import blocked_text, substrax_blocked
 from x_tui.cli.describe import job_lines, job_summary
-from x_tui.cli.output import complain, escaped, print_json, say
+from x_tui.cli.output import complain, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
 from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, follow_logs
 from x_tui.compute.launches import fault_point
@@ -25,6 +25,7 @@ from x_tui.compute.operations import (
 )
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import dump_record
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.sweeps import SweepAxis, parse_sweep
 
 
@@ -165,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
         check_destination(destination)  # refused before anything is submitted
     fault_point("run planned")
     handle = submit_run(planned)
-    say(f"Submitted {handle.run_id} to {handle.backend}.")
+    say(f"Submitted {handle.run_id} to {escaped(handle.backend)}.")
     fault_point("submit reported")
     if args.detach:
         return EXIT_OK

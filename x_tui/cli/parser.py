@@ -7,7 +7,7 @@ import sys
 from typing import NoReturn
 
 from x_tui import __version__
-from x_tui.cli.output import PROG, escaped
+from x_tui.cli.output import PROG
 
 DESCRIPTION = (
     "Launch and watch the compute runs a project declares in pyproject.toml "
@@ -27,6 +27,8 @@ class Parser(argparse.ArgumentParser):
         Raises:
             SystemExit: Always, with status 2.
         """
+        from x_tui.compute.sanitize import escaped
+
         sys.stderr.write(f"{PROG}: {escaped(message)} (see '{self.prog} --help')\n")
         raise SystemExit(2)
 

@@ -12,10 +12,11 @@ import sys
 from pathlib import Path
 
 from x_tui.cli.describe import age_text
-from x_tui.cli.output import complain, error_message, escaped, log_writer, print_json, say
+from x_tui.cli.output import complain, error_message, print_json, print_log, say
 from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.errors import RunNotFoundError, UserError
 from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord
+from x_tui.compute.log_pieces import pieces_of
 from x_tui.compute.operations import (
     backend_for,
     fetch_root,
@@ -26,6 +27,7 @@ from x_tui.compute.operations import (
 )
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import JsonValue, format_datetime
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin
 from x_tui.compute.sweeps import Sweep, is_sweep_id, parameters_text
 
@@ -36,7 +38,7 @@ EXIT_INTERRUPTED = 130
 
 
 def follow_logs(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> int | None:
-    """Print a run's log lines as they come.
+    """Print a run's log lines as they come (a line of any length in bounded memory).
 
     Args:
         backend: The run's backend.
@@ -47,10 +49,8 @@ def follow_logs(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> 
         ``None`` once the lines ended, or 130 when the user pressed Ctrl-C; the run goes on, and
         stderr says how to follow it again.
     """
-    write = log_writer()
     try:
-        for line in backend.logs(handle, follow=follow):
-            write(line)
+        print_log(pieces_of(backend, handle, follow=follow))
     except KeyboardInterrupt:
         sys.stderr.write(
             f"\nStopped following {handle.run_id}; the run goes on. Follow it again with:\n"
@@ -99,7 +99,7 @@ def _sweep_json(sweep: Sweep) -> dict[str, JsonValue]:
 def _line(
     handle: RunHandle, state: str, *, now: dt.datetime | None, store: RunStore | None = None
 ) -> str:
-    line = f"{handle.run_id}  {escaped(handle.backend)}  {handle.job}  {state}"
+    line = f"{handle.run_id}  {escaped(handle.backend)}  {escaped(handle.job)}  {state}"
     line = line if now is None else f"{line}  {age_text(handle.submitted_at, now)}"
     if store is not None and store.settings_origin(handle) is SettingsOrigin.PROJECT:
         line = f"{line}  ({SettingsOrigin.PROJECT.describe()})"
@@ -193,7 +193,7 @@ def status(args: argparse.Namespace) -> int:
         members = [h for h in handles if by_run.get(h.run_id) is sweep]
         members.sort(key=lambda h: sweep.run_ids.index(h.run_id))
         counts = _counts([states[h.run_id] for h in members])
-        say(f"sweep {sweep.sweep_id}  {sweep.job}  {len(members)} runs: {counts}")
+        say(f"sweep {escaped(sweep.sweep_id)}  {escaped(sweep.job)}  {len(members)} runs: {counts}")
         for member in members:
             values = parameters_text(sweep.parameters_of(member.run_id) or {})
             line = _line(member, _state_text(states[member.run_id]), now=now, store=store)
@@ -354,7 +354,7 @@ def cancel(args: argparse.Namespace) -> int:
             code = EXIT_FAILED
     count = len(sweep.run_ids)
     done = "Cancelled" if code == EXIT_OK else "Tried to cancel"
-    say(f"{done} sweep {sweep.sweep_id} ({count} run{'' if count == 1 else 's'}).")
+    say(f"{done} sweep {escaped(sweep.sweep_id)} ({count} run{'' if count == 1 else 's'}).")
     return code
 
 

@@ -77,6 +77,9 @@ class Capability(str, enum.Enum):
     """``teardown(handle)`` removes what the run holds on the provider (a cluster, say), also
     after the run ended; a run still going is cancelled. Anything kept only there (outputs not
     yet fetched) goes with it."""
+    LOG_PIECES = "log-pieces"
+    """``log_pieces(handle, follow=...)`` yields the log as ``x_tui.compute.log_pieces.LogPiece``
+    items, a line of any length in bounded chunks; ``logs`` is the same log joined into lines."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

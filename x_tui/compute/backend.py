@@ -61,6 +61,11 @@ class Capability(str, enum.Enum):
     """``accelerators() -> list[AcceleratorOffer]`` lists the kinds, counts per node and hourly
     prices the backend offers, and ``check_offer(request)`` raises a ``ResourceError`` before
     anything is submitted when a run asks for one it does not offer."""
+    STATUSES = "statuses"
+    """``statuses(handles) -> Mapping[str, RunState | UserError]`` answers for many unfinished
+    runs of this backend with one call to its provider (by run id: each run's state, or the
+    error its state could not be read with), where ``status`` would ask once per run. The run
+    monitor asks so once per poll round."""
     TEARDOWN = "teardown"
     """``teardown(handle)`` removes what the run holds on the provider (a cluster, say), also
     after the run ended; a run still going is cancelled. Anything kept only there (outputs not

@@ -64,6 +64,7 @@ for line in sys.stdin:
 
 @pytest.fixture(autouse=True)
 def no_bridge_left() -> Iterator[None]:
+    close_bridges()  # each test counts the bridges it started
     yield
     close_bridges()
 

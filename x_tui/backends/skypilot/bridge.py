@@ -418,10 +418,11 @@ class Bridge:
         for attempt in range(tries):
             server = self._server()
             request_id, answers = server.send(op, args)
+            deadline = time.monotonic() + limit
             try:
-                event = _next_event(answers, time.monotonic() + limit)
+                event = _next_event(answers, deadline)
                 while isinstance(event, Event) and event.kind not in ("done", "error"):
-                    event = _next_event(answers, time.monotonic() + limit)
+                    event = _next_event(answers, deadline)
             finally:
                 server.done(request_id)
             if event is None:

@@ -1,7 +1,10 @@
 """The SkyPilot side of x-tui's bridge: runs in SkyPilot's own interpreter, never in x-tui's.
 
-x-tui starts ``<sky python> -I sky_sdk.py``, writes one JSON request line on standard input
-(``{"op": NAME, "args": {...}}``) and reads JSON lines back from standard output, each an event:
+x-tui starts ``<sky python> -I sky_sdk.py --serve`` once (see :func:`serve`) and writes one JSON
+request line per question on its standard input (``{"id": ID, "op": NAME, "args": {...}}``); a
+launch alone starts ``<sky python> -I sky_sdk.py`` for itself, with one request and no ``id``.
+JSON lines come back on standard output, each an event (tagged with the request's ``id`` when it
+has one):
 
 - ``{"event": "request", "request_id": ID}``: a launch reached SkyPilot's API server (launch
   only; x-tui answers ``{"ack": true}`` on standard input, see :func:`op_launch`);
@@ -491,7 +494,11 @@ def _serve_one(request: dict[str, Any]) -> None:
 
 
 def _watch_parent(parent: int) -> None:
-    """End this process once x-tui is gone, even if something else holds its pipe open."""
+    """End this process once x-tui is gone, even if something else holds its pipe open.
+
+    Linux's ``PR_SET_PDEATHSIG`` is not used: it fires when the *thread* that started this
+    process ends, and x-tui starts the bridge from whichever worker thread asks first.
+    """
     while True:
         time.sleep(PARENT_WATCH_SECONDS)
         if os.getppid() != parent:

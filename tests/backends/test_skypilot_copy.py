@@ -17,6 +17,7 @@ import pytest
 
 from x_tui.backends.skypilot import SkyPilotBackend
 from x_tui.backends.skypilot.copy_transport import CopyTransport, FetchMismatch
+from x_tui.backends.skypilot.ssh_mux import close_shared_connections, shared_sockets
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import ProviderError
 from x_tui.compute.manifest import TaskStatus, load_manifest
@@ -248,6 +249,11 @@ def test_peek_reads_a_running_runs_file_over_ssh_and_refuses_links(
         assert backend.peek(handle, "peeks/missing.txt") is None
     assert opened == before + 1  # the first peek's connection...
     assert accepted_connections(sshd) == opened  # ...carried every read after it
+    sockets = shared_sockets()
+    assert sockets
+    close_shared_connections()  # as at exit: the master connections end
+    assert not any(socket.exists() for socket in sockets)
+    assert shared_sockets() == []
     with pytest.raises(ValueError, match="is a link"):
         backend.peek(handle, "peeks/secret")
     with pytest.raises(ValueError, match="not a path inside"):

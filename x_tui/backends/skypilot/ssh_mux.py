@@ -52,6 +52,13 @@ def shared_connection_options(destination: str) -> list[str]:
     ]
 
 
+def shared_sockets() -> list[Path]:
+    """The sockets of this process's master connections that are open now."""
+    with _LOCK:
+        directory = _DIRECTORY[0] if _DIRECTORY else None
+    return sorted(directory.iterdir()) if directory is not None else []
+
+
 def close_shared_connections(ssh: str = "ssh") -> None:
     """End every master connection this process opened and remove their directory."""
     with _LOCK:

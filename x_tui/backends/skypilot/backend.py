@@ -13,6 +13,7 @@ move.
 
 from __future__ import annotations
 
+import base64
 import json
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -46,6 +47,9 @@ from x_tui.compute.worker_bundle import write_worker_zipapp
 
 NAME: Final = "skypilot"
 
+OBJECT_SECONDS: Final = 300.0
+"""How long reading one bucket object through the bridge may take (as the tool may)."""
+
 
 class CancelFailed(ExceptionGroup[Exception], ProviderError):
     """Some steps of a cancel failed; it holds each failure, and its message names them all."""
@@ -78,7 +82,9 @@ class SkyPilotBackend:
         self._ssh_configs: dict[str, Path] = {}
         self.transport: Transport
         if self.settings.bucket is not None:
-            self.transport = BucketTransport(self.settings.bucket, cloud=self.settings.cloud)
+            self.transport = BucketTransport(
+                self.settings.bucket, cloud=self.settings.cloud, read_object=self._read_object
+            )
         else:
             assert self.settings.copy is not None
             self.transport = CopyTransport(
@@ -105,6 +111,22 @@ class SkyPilotBackend:
             )
             known = self._ssh_configs[cluster] = Path(str(answer))
         return known
+
+    def _read_object(self, uri: str) -> bytes | None:
+        # A bucket object through the bridge's interpreter: no tool started per read.
+        answer = self.bridge.call(
+            "read_object", {"uri": uri}, what=f"reading {uri}", seconds=OBJECT_SECONDS
+        )
+        if answer is None:
+            return None
+        if not isinstance(answer, str):
+            raise ProviderError(f"SkyPilot's bridge answered {answer!r} while reading {uri}")
+        try:
+            return base64.b64decode(answer, validate=True)
+        except ValueError:
+            raise ProviderError(
+                f"SkyPilot's bridge answered no base64 while reading {uri}"
+            ) from None
 
     def _records(self, handle: RunHandle) -> RunRecords:
         return RunRecords(self.runs / handle.run_id)

@@ -51,7 +51,17 @@ SCRIPT: Final = Path(__file__).with_name("sky_sdk.py")
 _STDERR_TAIL = 4000
 
 IDEMPOTENT: Final = frozenset(
-    {"probe", "launch_state", "launch_wait", "poll", "queue", "logs", "ssh_config", "catalog"}
+    {
+        "probe",
+        "launch_state",
+        "launch_wait",
+        "poll",
+        "queue",
+        "logs",
+        "ssh_config",
+        "catalog",
+        "read_object",
+    }
 )
 """Operations that only read: sent again, once, to a fresh bridge when theirs died."""
 
@@ -71,6 +81,10 @@ def install_hint(cloud: str | None) -> str:
 
 class ClusterGone(Exception):
     """SkyPilot does not know the cluster (never launched, torn down, or autodowned)."""
+
+
+class Unsupported(Exception):
+    """SkyPilot's environment lacks what the operation needs (a cloud's SDK, say)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -631,13 +645,16 @@ def failure(event: Mapping[str, JsonValue], *, what: str) -> Exception:
         what: What was being done, for the message.
 
     Returns:
-        :class:`ClusterGone` for a cluster SkyPilot does not know, ``BackendUnavailableError``
+        :class:`ClusterGone` for a cluster SkyPilot does not know, :class:`Unsupported` for what
+        SkyPilot's environment cannot do, ``BackendUnavailableError``
         for no enabled cloud or an unusable SkyPilot, else ``ProviderError``.
     """
     kind = str(event.get("kind"))
     message = f"{event.get('type')}: {event.get('message')}"
     if kind == "missing_cluster":
         return ClusterGone(message)
+    if kind == "unsupported":
+        return Unsupported(message)
     if kind == "no_cloud":
         return BackendUnavailableError(str(event.get("message")))
     if kind == "incompatible":

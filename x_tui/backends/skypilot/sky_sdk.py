@@ -11,7 +11,8 @@ has one):
 - ``{"event": "chunk", "text": TEXT}``: output of a log stream, as SkyPilot wrote it;
 - ``{"event": "done", "value": VALUE}``: the answer; the last line;
 - ``{"event": "error", "kind": KIND, "type": NAME, "message": TEXT}``: the failure; the last line.
-  ``kind`` is ``missing_cluster``, ``no_cloud``, ``cancelled``, ``incompatible`` or ``failed``.
+  ``kind`` is ``missing_cluster``, ``no_cloud``, ``cancelled``, ``incompatible``,
+  ``unsupported`` (this environment lacks what the operation needs) or ``failed``.
 
 Everything SkyPilot itself prints (spinners, "Starting a local server") goes to standard error:
 standard output is a duplicate of the original descriptor, taken before ``sky`` is imported, and
@@ -23,6 +24,7 @@ under any Python SkyPilot runs under (3.9 and later), so nothing of x-tui is imp
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import csv
 import glob
@@ -353,6 +355,66 @@ def op_logs(args: dict[str, Any]) -> int | None:
     return int(code) if code is not None else None
 
 
+READ_LIMIT = 16 << 20
+"""The largest object :func:`op_read_object` reads (peeks read small files)."""
+
+_CLIENTS: dict[str, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _client(scheme: str) -> Any:
+    """One S3 or Cloud Storage client for the process, its connections kept and reused."""
+    with _CLIENTS_LOCK:
+        if scheme not in _CLIENTS:
+            try:
+                if scheme == "s3":
+                    _CLIENTS[scheme] = importlib.import_module("boto3").client("s3")
+                else:
+                    storage = importlib.import_module("google.cloud.storage")
+                    _CLIENTS[scheme] = storage.Client()
+            except ImportError as error:
+                raise BridgeFailure(
+                    "unsupported", f"SkyPilot's environment cannot read {scheme}:// ({error})"
+                ) from None
+        return _CLIENTS[scheme]
+
+
+def _missing_object(error: BaseException) -> bool:
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        code = str((response.get("Error") or {}).get("Code", ""))
+        return code in ("NoSuchKey", "404", "NotFound")
+    return type(error).__name__ == "NotFound"
+
+
+def op_read_object(args: dict[str, Any]) -> str | None:
+    """One object of a bucket, base64-encoded; ``None`` when there is no such object.
+
+    Read with the SDK SkyPilot's cloud extra installs (``boto3`` for ``s3://``,
+    ``google-cloud-storage`` for ``gs://``), through one client kept for the process; an
+    ``unsupported`` error when that SDK is not installed here.
+    """
+    scheme, _, rest = str(args["uri"]).partition("://")
+    bucket, _, key = rest.partition("/")
+    if scheme not in ("s3", "gs") or not bucket or not key:
+        raise BridgeFailure("failed", f"not an object URI: {args['uri']!r}")
+    client = _client(scheme)
+    try:
+        if scheme == "s3":
+            body = client.get_object(Bucket=bucket, Key=key)["Body"]
+            data = body.read(READ_LIMIT + 1)
+            body.close()
+        else:
+            data = client.bucket(bucket).blob(key).download_as_bytes(end=READ_LIMIT)
+    except Exception as error:
+        if _missing_object(error):
+            return None
+        raise
+    if len(data) > READ_LIMIT:
+        raise BridgeFailure("failed", f"{args['uri']} is larger than {READ_LIMIT >> 20} MiB")
+    return base64.b64encode(data).decode("ascii")
+
+
 def op_cancel_request(args: dict[str, Any]) -> list[str]:
     """Cancel a request that has not finished; the ids it cancelled."""
     sky = _sky()
@@ -441,6 +503,7 @@ OPERATIONS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "cancel_job": op_cancel_job,
     "down": op_down,
     "ssh_config": op_ssh_config,
+    "read_object": op_read_object,
     "catalog": op_catalog,
 }
 

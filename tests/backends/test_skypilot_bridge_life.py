@@ -211,3 +211,37 @@ def test_the_serving_bridge_refuses_a_launch(fake_sky: FakeSky) -> None:
     with pytest.raises(ProviderError, match=r"a launch runs one-shot"):
         bridge.call("launch", {"cluster": "sx-x"}, what="launching sx-x")
     assert fake_sky.requests("launch") == []
+
+
+HANGS_FIRST = """#!{python}
+import json, os, sys, time
+log = os.environ["SCRIPTED_BRIDGE_LOG"]
+first = not os.path.exists(log)
+with open(log, "a") as stream:
+    stream.write(f"{{os.getpid()}}\\n")
+for line in sys.stdin:
+    request = json.loads(line)
+    if first:
+        time.sleep(600)  # hangs with the request in hand
+    print(json.dumps({{"id": request["id"], "event": "done", "value": os.getpid()}}), flush=True)
+"""
+
+
+def test_a_bridge_that_hangs_past_a_deadline_is_replaced_for_the_next_request(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    python = tmp_path / "python"
+    python.write_text(HANGS_FIRST.format(python=sys.executable))
+    python.chmod(0o755)
+    started = tmp_path / "started"
+    monkeypatch.setenv("SCRIPTED_BRIDGE_LOG", str(started))
+    bridge = Bridge(sky="sky", sky_python=str(python))
+    with pytest.raises(ProviderError, match=r"did not answer within 0.5 s"):
+        bridge.call("queue", {"cluster": "c"}, what="reading the queue of c", seconds=0.5)
+    [hung] = (int(pid) for pid in started.read_text().split())
+    answer = bridge.call("queue", {"cluster": "c"}, what="reading the queue of c", seconds=30)
+    assert isinstance(answer, int)
+    assert answer != hung
+    eventually(lambda: not alive(hung), "the hung bridge's end", GONE_SECONDS)
+    assert bridge_pids() == [answer]
+    assert [int(pid) for pid in started.read_text().split()] == [hung, answer]

@@ -239,6 +239,7 @@ def test_its_abilities_are_declared() -> None:
         Capability.EXTENSIONS,
         Capability.TEARDOWN,
         Capability.LAUNCH,
+        Capability.STATUSES,
     }
 
 

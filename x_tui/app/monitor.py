@@ -9,9 +9,11 @@ Two daemon threads, started with the app and stopped with it:
   key press, and only the records that changed are read again (:mod:`x_tui.app.run_records`);
 - the **poller** asks each unfinished run's backend for its state through the service (which puts
   a deadline on every call), 1 s after the run appears and then backing off to 10 s while the
-  state stays the same. A final state is kept in ``<state>/x-tui/final-states.json``
-  (:mod:`x_tui.app.final_states`) and that run is never polled again, in this session or the
-  next.
+  state stays the same. The runs of one backend (and settings) that are due together are asked
+  for in one call where the backend declares ``Capability.STATUSES`` (a run due within the next
+  ``first_interval`` joins them, so runs stay in step), else one call per run. A final state
+  is kept in ``<state>/x-tui/final-states.json`` (:mod:`x_tui.app.final_states`) and that run is
+  never polled again, in this session or the next.
 
 Neither thread touches a widget: both post :mod:`~x_tui.app.messages` through ``post`` (the app's
 thread-safe ``post_message``), and the screens update themselves from those.
@@ -41,7 +43,7 @@ from x_tui.app.messages import (
 )
 from x_tui.app.run_records import Record, read_record
 from x_tui.app.run_records import listing as list_records
-from x_tui.app.service import Service
+from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
 from x_tui.compute.launches import SUBMITTING, LaunchRecord
 from x_tui.compute.operations import read_launches
@@ -110,6 +112,9 @@ class RunMonitor:
         self._error_max = error_interval
         self._stop = threading.Event()
         self._wake = threading.Event()
+        self._first_read = threading.Event()
+        """Set once the newest records are read: the first poll round waits for it, so the runs
+        found together are asked for together."""
         self._lock = threading.Lock()
         self._records: dict[Path, Record] = {}
         self._handles: dict[str, RunHandle] = {}
@@ -359,6 +364,7 @@ class RunMonitor:
             self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
             self._published = {handle.run_id for handle in handles}
             stored = self._stored
+        self._first_read.set()
         self._post(RunsChanged(stored, complete))
 
     # Launch records ---------------------------------------------------------------------------
@@ -400,9 +406,11 @@ class RunMonitor:
     # The poller -------------------------------------------------------------------------------
 
     def _poll_loop(self) -> None:
+        while not self._first_read.is_set() and not self._stop.is_set():
+            self._first_read.wait(0.1)
         while not self._stop.is_set():
             now = time.monotonic()
-            due: list[tuple[float, RunHandle]] = []
+            groups: dict[tuple[str, str], list[RunHandle]] = {}
             next_due: float | None = None
             with self._lock:
                 for run_id, poll in self._polls.items():
@@ -411,15 +419,32 @@ class RunMonitor:
                     if poll.due <= now:
                         poll.busy = True
                         handle = self._handles[run_id]
-                        due.append((handle.submitted_at.timestamp(), handle))
-                    elif next_due is None or poll.due < next_due:
+                        groups.setdefault(_group(handle), []).append(handle)
+                for run_id, poll in self._polls.items():  # those due soon join their group
+                    if poll.busy or poll.due > now + self._first:
+                        continue
+                    handle = self._handles[run_id]
+                    joined = groups.get(_group(handle))
+                    if joined is not None:
+                        poll.busy = True
+                        joined.append(handle)
+                for poll in self._polls.values():
+                    if not poll.busy and (next_due is None or poll.due < next_due):
                         next_due = poll.due
-            for _, handle in sorted(due, key=lambda item: item[0], reverse=True):
+            newest_first = sorted(
+                groups.values(),
+                key=lambda handles: max(h.submitted_at.timestamp() for h in handles),
+                reverse=True,
+            )
+            for handles in newest_first:
                 try:
-                    self._pool.submit(self._poll_one, handle)
+                    if len(handles) == 1:
+                        self._pool.submit(self._poll_one, handles[0])
+                    else:
+                        self._pool.submit(self._poll_group, handles)
                 except RuntimeError:  # the pool was shut down: the monitor is stopping
                     return
-            if self._dirty and (not due or now - self._saved_at >= 2.0):
+            if self._dirty and (not groups or now - self._saved_at >= 2.0):
                 self._save_final_states()
             self._wake.wait(None if next_due is None else max(0.0, next_due - now))
             self._wake.clear()
@@ -432,13 +457,42 @@ class RunMonitor:
         finally:
             self._wake.set()
 
+    def _poll_group(self, handles: list[RunHandle]) -> None:
+        """Ask for the states of runs of one backend in one call; one call each if it cannot."""
+        try:
+            try:
+                states = self.service.statuses(handles)
+            except Exception as error:  # any failure is shown on the runs' rows, never raised
+                for handle in handles:
+                    self._status_failed(handle.run_id, str(error) or type(error).__name__)
+                return
+            if states is None:
+                for handle in sorted(handles, key=lambda h: h.submitted_at, reverse=True):
+                    try:
+                        self._pool.submit(self._poll_one, handle)
+                    except RuntimeError:
+                        return
+                return
+            for handle in handles:
+                state = states.get(handle.run_id)
+                if isinstance(state, RunState):
+                    self._settle(handle, state)
+                else:
+                    reason = str(state) if state is not None else "its backend did not say"
+                    self._status_failed(handle.run_id, reason or type(state).__name__)
+        finally:
+            self._wake.set()
+
     def _ask(self, handle: RunHandle) -> None:
-        run_id = handle.run_id
         try:
             state = self.service.status(handle)
         except Exception as error:  # any failure is shown on the run's row, never raised
-            self._status_failed(run_id, str(error) or type(error).__name__)
+            self._status_failed(handle.run_id, str(error) or type(error).__name__)
             return
+        self._settle(handle, state)
+
+    def _settle(self, handle: RunHandle, state: RunState) -> None:
+        run_id = handle.run_id
         ended: float | None = None
         if state.is_final:
             # The files' time when the backend keeps them here; else now, if this session saw
@@ -506,3 +560,8 @@ class RunMonitor:
                 }
             self._saved_at = time.monotonic()
             write_final_states(self._cache_path, runs)
+
+
+def _group(handle: RunHandle) -> tuple[str, str]:
+    """Runs asked for together: those of one backend with the same settings."""
+    return handle.backend, frozen_settings(handle.settings)

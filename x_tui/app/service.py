@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -40,6 +40,10 @@ from x_tui.compute.sweeps import StoredSweeps
 
 class _LocalFiles(Protocol):
     def run_files(self, handle: RunHandle) -> RunFiles: ...
+
+
+class _Statuses(Protocol):
+    def statuses(self, handles: Sequence[RunHandle]) -> Mapping[str, RunState | Exception]: ...
 
 
 class _Peeks(Protocol):
@@ -269,6 +273,33 @@ class Service:
             seconds=self.deadlines.status,
             backend=handle.backend,
             what=f"status of {handle.run_id}",
+        )
+
+    def statuses(self, handles: Sequence[RunHandle]) -> Mapping[str, RunState | Exception] | None:
+        """Where each of many runs of one backend is, in one call, if the backend can say so.
+
+        Args:
+            handles: Runs with the same backend and settings.
+
+        Returns:
+            By run id, its state or the error it could not be read with; ``None`` when the
+            backend does not declare ``Capability.STATUSES`` (ask :meth:`status` per run).
+
+        Raises:
+            UserError: If the backend cannot be built.
+            ProviderError: If it did not answer within the status deadline.
+        """
+        if not handles:
+            return {}
+        backend = self.backend(handles[0])
+        if Capability.STATUSES not in capabilities_of(backend):
+            return None
+        batch = cast(_Statuses, backend)
+        return call_with_deadline(
+            lambda: batch.statuses(handles),
+            seconds=self.deadlines.status,
+            backend=handles[0].backend,
+            what=f"status of {len(handles)} runs",
         )
 
     def cancel(self, handle: RunHandle) -> None:

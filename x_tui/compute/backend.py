@@ -73,6 +73,11 @@ class Capability(str, enum.Enum):
     they exist; ``adopt(record)`` then finds, from a
     :class:`~x_tui.compute.launches.LaunchRecord` whose submitter died, the run it started (its
     handle) or says why there is none (a ``str``), removing what was only half staged."""
+    STATUSES = "statuses"
+    """``statuses(handles) -> Mapping[str, RunState | UserError]`` answers for many unfinished
+    runs of this backend with one call to its provider (by run id: each run's state, or the
+    error its state could not be read with), where ``status`` would ask once per run. The run
+    monitor asks so once per poll round."""
     TEARDOWN = "teardown"
     """``teardown(handle)`` removes what the run holds on the provider (a cluster, say), also
     after the run ended; a run still going is cancelled. Anything kept only there (outputs not

@@ -13,14 +13,15 @@ move.
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from x_tui.backends.skypilot import catalog, logs
-from x_tui.backends.skypilot.bridge import Bridge, ClusterGone
+from x_tui.backends.skypilot.bridge import Bridge, ClusterGone, failure
 from x_tui.backends.skypilot.copy_transport import CopyTransport
 from x_tui.backends.skypilot.launch_records import (
     INTENT,
@@ -30,7 +31,13 @@ from x_tui.backends.skypilot.launch_records import (
     RunRecords,
 )
 from x_tui.backends.skypilot.planning import check_job, plan_document
-from x_tui.backends.skypilot.reconcile import queued_state, reconcile_launch, stop_run
+from x_tui.backends.skypilot.reconcile import (
+    launch_from_answer,
+    reconcile_launch,
+    request_id_of,
+    state_in_jobs,
+    stop_run,
+)
 from x_tui.backends.skypilot.settings import SkyPilotSettings
 from x_tui.backends.skypilot.task import TASK_NAME, cluster_name, task_for
 from x_tui.backends.skypilot.transports import BucketTransport, Transport
@@ -47,6 +54,9 @@ from x_tui.compute.store import RunHandle, backend_state_dir, new_run_id
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 NAME: Final = "skypilot"
+
+OBJECT_SECONDS: Final = 300.0
+"""How long reading one bucket object through the bridge may take (as the tool may)."""
 
 
 class CancelFailed(ExceptionGroup[Exception], ProviderError):
@@ -80,7 +90,9 @@ class SkyPilotBackend:
         self._ssh_configs: dict[str, Path] = {}
         self.transport: Transport
         if self.settings.bucket is not None:
-            self.transport = BucketTransport(self.settings.bucket, cloud=self.settings.cloud)
+            self.transport = BucketTransport(
+                self.settings.bucket, cloud=self.settings.cloud, read_object=self._read_object
+            )
         else:
             assert self.settings.copy is not None
             self.transport = CopyTransport(
@@ -95,6 +107,7 @@ class SkyPilotBackend:
                 Capability.EXTENSIONS,
                 Capability.TEARDOWN,
                 Capability.LAUNCH,
+                Capability.STATUSES,
             }
         )
 
@@ -107,6 +120,22 @@ class SkyPilotBackend:
             )
             known = self._ssh_configs[cluster] = Path(str(answer))
         return known
+
+    def _read_object(self, uri: str) -> bytes | None:
+        # A bucket object through the bridge's interpreter: no tool started per read.
+        answer = self.bridge.call(
+            "read_object", {"uri": uri}, what=f"reading {uri}", seconds=OBJECT_SECONDS
+        )
+        if answer is None:
+            return None
+        if not isinstance(answer, str):
+            raise ProviderError(f"SkyPilot's bridge answered {answer!r} while reading {uri}")
+        try:
+            return base64.b64decode(answer, validate=True)
+        except ValueError:
+            raise ProviderError(
+                f"SkyPilot's bridge answered no base64 while reading {uri}"
+            ) from None
 
     def _records(self, handle: RunHandle) -> RunRecords:
         return RunRecords(self.runs / handle.run_id)
@@ -386,23 +415,110 @@ class SkyPilotBackend:
             ProviderError: If SkyPilot reports a job status this backend does not know, or the
                 queue cannot be read and the outputs cannot answer for the run.
         """
-        records = self._records(handle)
+        state = self.statuses([handle])[handle.run_id]
+        if isinstance(state, UserError):
+            raise state
+        return state
+
+    def statuses(self, handles: Sequence[RunHandle]) -> dict[str, RunState | UserError]:
+        """The state of many runs, with one request to SkyPilot for all their clusters.
+
+        What the run's own files record answers first (cancelled from here, a final state, a
+        failed launch); the others' launches and queues are read by one ``poll`` of the bridge.
+
+        Args:
+            handles: The runs.
+
+        Returns:
+            By run id: its state as :meth:`status` gives it, or the error that kept it unknown.
+        """
+        results: dict[str, RunState | UserError] = {}
+        asking: list[tuple[RunHandle, RunRecords, Launch | None]] = []
+        for handle in handles:
+            records = self._records(handle)
+            known = self._recorded(handle, records)
+            if isinstance(known, RunState):
+                results[handle.run_id] = known
+            else:
+                asking.append((handle, records, known))
+        if not asking:
+            return results
+        runs: list[JsonValue] = [
+            {
+                "cluster": self._cluster(handle),
+                "request_id": request_id_of(handle, records),
+                "launched": known is not None,
+            }
+            for handle, records, known in asking
+        ]
+        what = (
+            f"reading the state of {self._cluster(asking[0][0])}"
+            if len(asking) == 1
+            else f"reading the state of {len(asking)} clusters"
+        )
+        try:
+            answer = self.bridge.call("poll", {"runs": runs}, what=what)
+            if not isinstance(answer, Mapping):
+                raise ProviderError(f"SkyPilot's bridge answered {answer!r} while {what}")
+        except UserError as error:
+            return {**results, **{handle.run_id: error for handle, _, _ in asking}}
+        for handle, records, known in asking:
+            try:
+                results[handle.run_id] = self._polled(handle, records, known, answer)
+            except UserError as error:
+                results[handle.run_id] = error
+        return results
+
+    def _recorded(self, handle: RunHandle, records: RunRecords) -> RunState | Launch | None:
+        """The state the run's files settle, else its launch as recorded (``None``: unknown)."""
         if records.cancelled():
             return RunState.CANCELLED
         final = records.final()
         if final is not None:
             return final
-        launch = self.launch(handle)
+        known = records.known_launch()
+        if known is None and records.request()[1]:
+            known = records.record_failed(
+                request_id=request_id_of(handle, records),
+                message="x-tui stopped before it recorded the launch, which was undone",
+            )
+        if known is not None and known.state == "failed":
+            records.record_final(RunState.FAILED, seen="launch")
+            return RunState.FAILED
+        return known
+
+    def _polled(
+        self,
+        handle: RunHandle,
+        records: RunRecords,
+        known: Launch | None,
+        answer: Mapping[str, JsonValue],
+    ) -> RunState:
+        cluster = self._cluster(handle)
+        entry = answer.get(cluster)
+        if not isinstance(entry, Mapping):
+            raise ProviderError(f"SkyPilot's bridge said nothing of {cluster}")
+        launch = known
+        if launch is None:
+            launch = launch_from_answer(
+                entry.get("launch"), records, request_id=request_id_of(handle, records)
+            )
         if launch.state == "launching":
             return RunState.PENDING
         if launch.state == "failed":
             records.record_final(RunState.FAILED, seen="launch")
             return RunState.FAILED
         if launch.state == "launched":
-            state = queued_state(self.bridge, cluster=self._cluster(handle), job_id=launch.job_id)
-            if state is not None:
-                records.record_final(state, seen="queue")
-                return state
+            error = entry.get("error")
+            if isinstance(error, Mapping):
+                raised = failure(error, what=f"reading the queue of {cluster}")
+                if not isinstance(raised, ClusterGone):
+                    raise raised
+            else:
+                state = state_in_jobs(entry.get("queue"), cluster=cluster, job_id=launch.job_id)
+                if state is not None:
+                    records.record_final(state, seen="queue")
+                    return state
         state = self.transport.state_from_outputs(handle)
         records.record_final(state, seen="outputs")
         return state

@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from x_tui.backends.skypilot import listing
 from x_tui.backends.skypilot.settings import CopySettings
+from x_tui.backends.skypilot.ssh_mux import shared_connection_options
 from x_tui.backends.skypilot.task import REMOTE_RUNS, cluster_name
 from x_tui.backends.skypilot.tools import one_line, run_tool
 from x_tui.backends.skypilot.transports import relative_output, state_of_manifest
@@ -208,6 +209,7 @@ class CopyTransport:
             "BatchMode=yes",
             "-o",
             "ConnectTimeout=30",
+            *shared_connection_options(cluster),
         ]
 
     def _remote(self, handle: RunHandle, *words: str, check: bool = True) -> tuple[int, bytes]:

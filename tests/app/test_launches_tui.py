@@ -20,12 +20,12 @@ from .conftest import asynchronous, make_app, screen_text, wait_until
 from .screens_support import QUICK_JOB, write_project
 
 
-def _record(run_id: str, *, pid: int, start: str) -> LaunchRecord:
+def _record(run_id: str, *, pid: int, start: str, project: Path) -> LaunchRecord:
     return LaunchRecord(
         run_id=run_id,
         backend="local",
         job=run_id.split("-", maxsplit=1)[0],
-        project="/home/user/sample",
+        project=str(project),
         submitted_at=dt.datetime.now(dt.UTC),
         settings={"python": sys.executable},
         submitter_pid=pid,
@@ -38,11 +38,14 @@ async def test_a_run_being_submitted_reads_submitting_and_one_whose_submitter_di
     state_dir: Path, tmp_path: Path
 ) -> None:
     book = LaunchBook(RunStore())
+    project = write_project(tmp_path / "sample", QUICK_JOB)
     alive = "alive-20261201T120000Z-aaaaaa"
-    book.write(_record(alive, pid=os.getpid(), start=process_start(os.getpid()) or ""))
+    start = process_start(os.getpid()) or ""
+    book.write(_record(alive, pid=os.getpid(), start=start, project=project))
     dead = "dead-20261201T110000Z-bbbbbb"
-    book.write(_record(dead, pid=os.getpid(), start="1"))  # same pid, another start: gone
-    app = make_app(write_project(tmp_path / "sample", QUICK_JOB))
+    # The same pid with another start time: that submitter is gone.
+    book.write(_record(dead, pid=os.getpid(), start="1", project=project))
+    app = make_app(project)
     async with app.run_test(size=(140, 30)) as pilot:
         await wait_until(pilot, lambda: alive in screen_text(app), "the run being submitted")
         await wait_until(pilot, lambda: dead in screen_text(app), "the run never started")

@@ -30,7 +30,12 @@ from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME, RunFiles
 from x_tui.compute.errors import UserError
 from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
-from x_tui.compute.outputs import output_file, read_output
+from x_tui.compute.outputs import (
+    OutputTooLargeError,
+    OutsideOutputsError,
+    output_file,
+    read_output,
+)
 from x_tui.compute.record_files import (
     RECORD_BYTES,
     UnreadableRecordError,
@@ -144,8 +149,9 @@ class RunReader:
         """One file of the run's outputs, or ``None`` when there is none (yet).
 
         Raises:
-            UserError: If the backend cannot be built or did not answer in time, or the file is
-                a link, a special file or too large (:mod:`x_tui.compute.outputs`' rule).
+            UnreadableRecordError: If the file is a link, a special file or too large
+                (:mod:`x_tui.compute.outputs`' rule); the message says why.
+            UserError: If the backend cannot be built or did not answer in time.
         """
         outputs = self.outputs_dir()
         if outputs is not None:
@@ -153,6 +159,10 @@ class RunReader:
                 return read_output(outputs, relative)
             except OSError:
                 return None
+            except (OutsideOutputsError, OutputTooLargeError) as error:
+                # Refused by the outputs' one rule: named like any unreadable record, and the
+                # run's other files are still read.
+                raise UnreadableRecordError(str(error)) from None
         return self.service.peek(self.handle, relative)
 
     def source(self) -> str:

@@ -34,7 +34,8 @@ from x_tui.app.messages import (
     SweepsChanged,
     copy_message,
 )
-from x_tui.app.monitor import FIRST_INTERVAL, MAX_INTERVAL, RunMonitor
+from x_tui.app.monitor import RunMonitor
+from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings, refresh_scale
 

@@ -201,6 +201,9 @@ class RunFollower:
     ) -> None:
         """The run's backend reports ``state``, not ``previous`` (``None``: its first answer)."""
 
+    def on_polled(self, handle: RunHandle, state: RunState) -> None:
+        """The run's backend answered (called after every answer, changed or not)."""
+
     def on_status_failed(self, run_id: str, reason: str) -> None:
         """The run's backend could not say where the run is (said once per distinct reason)."""
 
@@ -403,6 +406,7 @@ class RunFollower:
                 poll.last_error = None
         if changed:
             self.on_state_changed(handle, state, previous)
+        self.on_polled(handle, state)
 
     def _status_failed(self, run_id: str, reason: str) -> None:
         with self._lock:

@@ -27,6 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from x_tui.app.notify_settings import NotifySettings, read_notify
+
 CONFIG_ENV = "X_TUI_CONFIG"
 """Names the settings file to read instead of the default one."""
 
@@ -40,7 +42,7 @@ LOW_BANDWIDTH_SLOWDOWN = 3.0
 """How many times less often, under the low-bandwidth profile, the run monitor asks backends for
 states and the runs table and run screen redraw and re-read what they show."""
 
-_KNOWN = ("theme", "low_bandwidth", "keys", "handle_version")
+_KNOWN = ("theme", "low_bandwidth", "keys", "handle_version", "notify")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -53,6 +55,7 @@ class Settings:
             SSH links.
         keys: Keys by binding id (``"main.submit"``, ``"app.quit"``...), each a comma-separated
             list of Textual key names; applied with ``App.set_keymap``.
+        notify: Which run events to announce, and how (the ``[notify]`` table).
         path: The file these were read from (whether or not it exists).
         problems: What in the file could not be used, each naming the file and the key.
     """
@@ -60,6 +63,7 @@ class Settings:
     theme: str | None = None
     low_bandwidth: bool = False
     keys: Mapping[str, str] = field(default_factory=dict)
+    notify: NotifySettings = field(default_factory=NotifySettings)
     path: Path | None = None
     problems: tuple[str, ...] = ()
 
@@ -99,6 +103,7 @@ def load_settings(path: Path | None = None) -> Settings:
     theme: str | None = None
     low_bandwidth = False
     keys: dict[str, str] = {}
+    notify = NotifySettings()
     for key, value in document.items():
         if key == "theme":
             if isinstance(value, str) and value.strip():
@@ -112,6 +117,8 @@ def load_settings(path: Path | None = None) -> Settings:
                 problems.append(f"{path}: low_bandwidth: expected true or false, got {value!r}")
         elif key == "keys":
             keys = _keys(path, value, problems)
+        elif key == "notify":
+            notify = read_notify(path, value, problems)
         elif key == "handle_version":
             # Read where runs are submitted (x_tui.compute.handle_versions); checked here too.
             if value not in (1, 2) or isinstance(value, bool):
@@ -124,6 +131,7 @@ def load_settings(path: Path | None = None) -> Settings:
         theme=theme,
         low_bandwidth=low_bandwidth,
         keys=keys,
+        notify=notify,
         path=path,
         problems=tuple(problems),
     )

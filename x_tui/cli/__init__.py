@@ -2,8 +2,8 @@
 
 ``x-tui`` opens the TUI on the project around the current directory and ``x-tui demo`` on a
 bundled demo project; ``jobs``, ``check``, ``plan``, ``run``, ``status``, ``logs``, ``fetch``,
-``cancel``, ``teardown`` and ``backends`` run headless and never import Textual or Rich (a test
-checks ``sys.modules``). Exit status: 0 on success; 1 for a run that did not succeed, a
+``cancel``, ``teardown``, ``backends`` and ``watch`` run headless and never import Textual or
+Rich (a test checks ``sys.modules``). Exit status: 0 on success; 1 for a run that did not succeed, a
 ``status`` that met an unreadable record, a ``check`` that found jobs substrax could not run, or
 a step of a ``cancel`` or ``teardown`` that failed; 2 for a refused command, with one line on
 stderr and no traceback; 130 when the user stops following a run, which goes on running.
@@ -44,6 +44,10 @@ def _verb(name: str) -> Callable[[argparse.Namespace], int]:
         from x_tui.cli.check_verb import check
 
         return check
+    if name == "watch":
+        from x_tui.cli.watch_verb import watch
+
+        return watch
     if name == "teardown":
         from x_tui.cli.teardown_verb import teardown
 

@@ -159,5 +159,20 @@ def build_parser() -> Parser:
     backends.add_argument("--backend", metavar="NAME", help="only this backend")
     _json_option(backends)
 
+    watch = verb(
+        "watch",
+        "Follow every unfinished run in the background, record what happens in the state "
+        "directory's events file and announce it as the settings' [notify] table asks; one "
+        "watcher per state directory.",
+    )
+    what = watch.add_mutually_exclusive_group()
+    what.add_argument(
+        "--detach", action="store_true", help="run in the background, past the terminal's end"
+    )
+    what.add_argument(
+        "--status", action="store_true", help="exit 0 while a watcher runs, 1 otherwise"
+    )
+    what.add_argument("--stop", action="store_true", help="stop the running watcher")
+
     verb("demo", "Open the terminal UI on a bundled demo project.")
     return parser

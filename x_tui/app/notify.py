@@ -180,6 +180,22 @@ def announce(
     return Delivery(line, tuple(problems))
 
 
+def deliver_once(
+    event: RunEvent, settings: NotifySettings, delivered: DeliveredEvents
+) -> Delivery | None:
+    """Announce ``event`` unless this state directory already has (watcher or TUI alike).
+
+    Returns:
+        What became of the announcement, or ``None`` when it was announced before.
+
+    Raises:
+        OSError: If the delivered-events record cannot be written (nothing was announced).
+    """
+    if not delivered.claim(event.event_id):
+        return None
+    return announce(event, settings)
+
+
 def _apprise(urls: tuple[str, ...], line: str, event: RunEvent) -> list[str]:
     try:
         import apprise

@@ -27,7 +27,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import TextIO
 
-from x_tui.app.notify import DeliveredEvents, announce, wanted
+from x_tui.app.notify import DeliveredEvents, deliver_once, wanted
 from x_tui.app.notify_settings import NotifySettings
 from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL, RunFollower
 from x_tui.app.service import Service
@@ -207,13 +207,12 @@ class Watcher(RunFollower):
             if event is None:
                 return
             try:
-                claimed = self.delivered.claim(event.event_id)
+                delivery = deliver_once(event, self.notify, self.delivered)
             except OSError as error:
                 self._say(f"cannot record a notification in {self.delivered.path}: {error}")
                 continue
-            if not claimed:
+            if delivery is None:
                 continue
-            delivery = announce(event, self.notify)
             self._say(f"notified: {delivery.line}")
             for problem in delivery.problems:
                 self._say(f"notification failed: {problem}")

@@ -132,3 +132,16 @@ def test_a_damaged_events_file_costs_only_its_damaged_lines(tmp_path: Path) -> N
     log.append(second)
     assert log.read() == [first, second]
     assert log.last_kinds() == {"train-20261201-000000-aaaaaa": EventKind.FAILED}
+
+
+def test_the_terminal_notification_suits_the_terminal() -> None:
+    from x_tui.app.run_notices import terminal_sequence
+
+    line = "x-tui: run r (train) failed"
+    assert terminal_sequence(line, {"TERM_PROGRAM": "iTerm.app"}) == f"\x1b]9;{line}\x1b\\"
+    assert terminal_sequence(line, {"VTE_VERSION": "7600"}) == (
+        f"\x1b]777;notify;x-tui;{line}\x1b\\"
+    )
+    # tmux would swallow an OSC; an unknown terminal gets the bell.
+    assert terminal_sequence(line, {"TERM_PROGRAM": "WezTerm", "TMUX": "/tmp/t,1,0"}) == "\a"
+    assert terminal_sequence(line, {"TERM": "xterm-256color"}) == "\a"

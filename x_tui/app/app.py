@@ -150,8 +150,13 @@ class XTuiApp(App[int]):
         self._forward(message)
 
     def on_run_state_changed(self, message: RunStateChanged) -> None:
-        """Forward to the main screen and the screen in front."""
+        """Forward to the main screen and the screen in front; announce an end as asked."""
         self._forward(message)
+        handle = next((h for h in self.monitor.stored.handles if h.run_id == message.run_id), None)
+        if handle is not None:
+            from x_tui.app.run_notices import announce_in_app
+
+            announce_in_app(self, self.settings, handle, message.state, message.previous)
 
     def on_run_status_failed(self, message: RunStatusFailed) -> None:
         """Forward to the main screen and the screen in front."""

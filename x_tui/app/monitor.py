@@ -83,7 +83,7 @@ class RunMonitor(RunFollower):
         self, handle: RunHandle, state: RunState, previous: RunState | None
     ) -> None:
         """Post :class:`RunStateChanged`."""
-        self._post(RunStateChanged(handle.run_id, state))
+        self._post(RunStateChanged(handle.run_id, state, previous))
 
     def on_status_failed(self, run_id: str, reason: str) -> None:
         """Post :class:`RunStatusFailed`."""

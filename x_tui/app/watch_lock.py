@@ -11,9 +11,14 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import time
 from pathlib import Path
 
 from x_tui.compute.errors import UserError
+
+PATIENCE_TRIES = 20
+PATIENCE_STEP = 0.05
+"""A lock held by a process that wrote no pid is asked again this often, this long apart."""
 
 LOCK_NAME = "watch.lock"
 """The lock file's name in ``<state>/x-tui``."""
@@ -86,14 +91,20 @@ def acquire(state_dir: Path) -> WatchLock:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise WatcherRunning(path, holder_pid(state_dir)) from None
+        for attempt in range(PATIENCE_TRIES):
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return WatchLock(path, fd)
+            except BlockingIOError:
+                pid = holder_pid(state_dir)
+                # A holder that wrote no pid may be a probe (``running_pid``) letting go at once.
+                if pid is not None or attempt == PATIENCE_TRIES - 1:
+                    raise WatcherRunning(path, pid) from None
+                time.sleep(PATIENCE_STEP)
     except BaseException:
         os.close(fd)
         raise
-    return WatchLock(path, fd)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def running_pid(state_dir: Path) -> int | None:

@@ -176,22 +176,19 @@ class Watcher(RunFollower):
         cost: float | None = None,
         suffix: str = "",
     ) -> None:
-        now = self._clock()
         if cost is None and self._cost_of is not None:
             try:
                 cost = self._cost_of(handle)
             except Exception:  # an unknown cost is left out, never a lost event
                 cost = None
-        event = RunEvent(
-            event_id=f"{handle.run_id}:{kind.value}" + (f":{suffix}" if suffix else ""),
-            at=now,
-            run_id=handle.run_id,
-            job=handle.job,
-            kind=kind,
+        event = event_for(
+            handle,
+            kind,
+            at=self._clock(),
             previous=previous,
             reason=reason,
             cost=cost,
-            duration=max(0.0, now - handle.submitted_at.timestamp()),
+            suffix=suffix,
         )
         try:
             self.events.append(event)
@@ -225,6 +222,34 @@ class Watcher(RunFollower):
             stream.flush()
         except (OSError, ValueError):
             pass  # a closed or full log never stops the watcher
+
+
+def event_for(
+    handle: RunHandle,
+    kind: EventKind,
+    *,
+    at: float,
+    previous: str | None = None,
+    reason: str = "",
+    cost: float | None = None,
+    suffix: str = "",
+) -> RunEvent:
+    """The event of ``handle`` entering ``kind`` (or a finding, told apart by ``suffix``) at ``at``.
+
+    The id is ``<run_id>:<kind>[:<suffix>]``, the same whoever makes it (the watcher, the TUI),
+    so the delivered-events record announces it once.
+    """
+    return RunEvent(
+        event_id=f"{handle.run_id}:{kind.value}" + (f":{suffix}" if suffix else ""),
+        at=at,
+        run_id=handle.run_id,
+        job=handle.job,
+        kind=kind,
+        previous=previous,
+        reason=reason,
+        cost=cost,
+        duration=max(0.0, at - handle.submitted_at.timestamp()),
+    )
 
 
 def _state_reason(previous: str | None, kind: EventKind) -> str:

@@ -111,13 +111,24 @@ class XTuiApp(App[int]):
         return self.main_screen
 
     def on_mount(self) -> None:
-        """Apply the user's theme and keys, report what in the settings was unusable, start."""
+        """Apply the user's theme and keys, report what in the settings was unusable, start.
+
+        The view the last session left is reopened, and kept from now on
+        (:mod:`x_tui.app.view_keeper`).
+        """
+        from x_tui.app.view_keeper import ViewKeeper
+
         self._apply_settings()
+        self.view_keeper = ViewKeeper(self)
+        self.view_keeper.start()
         self.monitor.start()
 
     def on_unmount(self) -> None:
-        """Stop the monitor's threads (runs are left running)."""
+        """Stop the monitor's threads (runs are left running) and keep the view."""
         self.monitor.stop()
+        keeper = getattr(self, "view_keeper", None)
+        if keeper is not None:
+            keeper.stop()
 
     def _apply_settings(self) -> None:
         settings = self.settings
@@ -146,8 +157,11 @@ class XTuiApp(App[int]):
             target.post_message(copy_message(message))
 
     def on_runs_changed(self, message: RunsChanged) -> None:
-        """Forward to the main screen and the screen in front."""
+        """Forward to the main screen and the screen in front; reopen the last session's run."""
         self._forward(message)
+        keeper = getattr(self, "view_keeper", None)
+        if keeper is not None:
+            keeper.runs_changed(message.stored, complete=message.complete)
 
     def on_run_state_changed(self, message: RunStateChanged) -> None:
         """Forward to the main screen and the screen in front; announce an end as asked."""

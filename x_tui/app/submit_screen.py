@@ -52,6 +52,7 @@ class SubmitScreen(Screen[None]):
     | enter | Submit (the Submit button has the focus). |
     | escape | Back, submitting nothing. |
     | tab | Next field. |
+    | ctrl+x | Show and copy the equivalent ``x-tui run`` command. |
     """
 
     HELP_TITLE = "Submit screen"
@@ -59,6 +60,7 @@ class SubmitScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back", id="submit.back"),
         Binding("enter", "submit", "Submit", id="submit.submit"),
+        Binding("ctrl+x", "command_line", "Command", show=False, id="submit.command_line"),
     ]
 
     def __init__(self, job: str, *, project: Project | None = None) -> None:
@@ -192,6 +194,24 @@ class SubmitScreen(Screen[None]):
 
     def _status(self, text: Text) -> None:
         self.query_one("#submit-status", Static).update(text)
+
+    def command_line(self) -> str:
+        """The ``x-tui run`` command that submits what the fields say now."""
+        from x_tui.app.command_lines import run_command, shell_line
+
+        fields = self._fields()
+        root = self.project.root if self.project is not None else None
+        return shell_line(
+            run_command(
+                self.job, backend=fields.backend, accelerator=fields.accelerator, project=root
+            )
+        )
+
+    def action_command_line(self) -> None:
+        """Show and copy the equivalent ``x-tui run`` command (OSC 52, so it works over SSH)."""
+        line = self.command_line()
+        self.app.copy_to_clipboard(line + "\n")
+        notify(self.app, f"{line}\n(copied)")
 
     # Submitting -------------------------------------------------------------------------------
 

@@ -219,7 +219,9 @@ class SubmitScreen(Screen[None]):
     @on(Input.Submitted, "#submit-accelerator")
     def action_submit(self) -> None:
         """Plan from the fields as they are and submit that, detached."""
-        if self.submitting or self.project is None:
+        from x_tui.app.read_only import refused
+
+        if self.submitting or self.project is None or refused(self.app):
             return
         self.submitting = True
         self.query_one("#submit-go", Button).disabled = True

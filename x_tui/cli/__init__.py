@@ -44,6 +44,10 @@ def _verb(name: str) -> Callable[[argparse.Namespace], int]:
         from x_tui.cli.check_verb import check
 
         return check
+    if name == "serve":
+        from x_tui.cli.serve_verb import serve
+
+        return serve
     if name == "watch":
         from x_tui.cli.watch_verb import watch
 

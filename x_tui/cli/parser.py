@@ -174,5 +174,18 @@ def build_parser() -> Parser:
     )
     what.add_argument("--stop", action="store_true", help="stop the running watcher")
 
+    serve = verb(
+        "serve",
+        "Show the terminal UI in a browser on this machine (127.0.0.1 only, behind a random "
+        "token in the printed URL; read-only unless --allow-actions). From elsewhere, reach it "
+        "through an SSH tunnel: ssh -L PORT:127.0.0.1:PORT HOST.",
+    )
+    serve.add_argument("--port", type=int, default=8765, help="the port (default: 8765)")
+    serve.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="let the browser cancel, fetch, re-run and submit (default: read-only)",
+    )
+
     verb("demo", "Open the terminal UI on a bundled demo project.")
     return parser

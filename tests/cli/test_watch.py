@@ -90,6 +90,7 @@ def test_a_detached_watcher_outlives_its_shell_and_runs_the_hook_once_per_event(
         by_run = {call["X_TUI_RUN_ID"]: call for call in seen}
         assert by_run[failing]["X_TUI_STATE"] == "failed"
         assert by_run[failing]["X_TUI_JOB"] == "failing"
+        assert by_run[failing]["X_TUI_REASON"] == "task boom failed with exit status 3"
         assert by_run[succeeding]["X_TUI_STATE"] == "succeeded"
         assert by_run[succeeding]["X_TUI_JOB"] == "hello"
         assert all(call["X_TUI_COST"] == "" for call in seen)  # the local backend costs nothing

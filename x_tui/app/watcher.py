@@ -133,7 +133,8 @@ class Watcher(RunFollower):
             before = previous.value if previous is not None else (last.value if last else None)
             kind = EventKind(state.value)
             self._last[handle.run_id] = kind
-        self._record(handle, kind, previous=before, reason=_state_reason(before, kind))
+        reason = failure_reason(self.service, handle) if kind is EventKind.FAILED else ""
+        self._record(handle, kind, previous=before, reason=reason or _state_reason(before, kind))
 
     def on_polled(self, handle: RunHandle, state: RunState) -> None:
         """Run the checks on an unfinished run; each new finding becomes an event."""
@@ -250,6 +251,31 @@ def event_for(
         cost=cost,
         duration=max(0.0, at - handle.submitted_at.timestamp()),
     )
+
+
+def failure_reason(service: Service, handle: RunHandle) -> str:
+    """Why a failed run failed, as its manifest tells: its first task that did not succeed.
+
+    Returns:
+        ``"task NAME failed with exit status N"`` (or ``timed out``), ``"it stopped before
+        its tasks finished"``, or ``""`` when the manifest cannot be read.
+    """
+    from x_tui.compute.manifest import MANIFEST_NAME, TaskStatus, parse_manifest
+
+    try:
+        data = service.peek(handle, MANIFEST_NAME)
+        if data is None:
+            return ""
+        manifest = parse_manifest(data, source=MANIFEST_NAME)
+    except Exception:  # an unreadable manifest leaves the reason out, never the event
+        return ""
+    for task in manifest.tasks:
+        if task.status is TaskStatus.TIMED_OUT:
+            return f"task {task.name} timed out"
+        if task.status is not TaskStatus.SUCCEEDED:
+            code = f" with exit status {task.returncode}" if task.returncode is not None else ""
+            return f"task {task.name} failed{code}"
+    return "" if manifest.finished else "it stopped before its tasks finished"
 
 
 def _state_reason(previous: str | None, kind: EventKind) -> str:

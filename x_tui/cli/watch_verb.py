@@ -10,10 +10,12 @@ is refused (exit 2) naming the first one's pid. What the watcher sees goes to
 from __future__ import annotations
 
 import argparse
+import os
 import threading
 from pathlib import Path
 
 from x_tui.cli.output import complain, say
+from x_tui.compute.errors import UserError
 
 EXIT_NOT_RUNNING = 1
 
@@ -30,11 +32,23 @@ def watch(args: argparse.Namespace) -> int:
     Raises:
         WatcherRunning: If a watcher already runs (a refusal: exit 2, naming its pid).
     """
-    from x_tui.app.watch_daemon import log_path, start_detached, stop_watcher
-    from x_tui.app.watch_lock import running_pid
     from x_tui.compute.store import default_state_dir
 
     state_dir = default_state_dir()
+    try:
+        return _watch(args, state_dir)
+    except OSError as error:
+        raise StateDirError(f"the watcher cannot use {state_dir}: {error}") from None
+
+
+class StateDirError(UserError):
+    """The state directory cannot hold the watcher's lock, log or events."""
+
+
+def _watch(args: argparse.Namespace, state_dir: Path) -> int:
+    from x_tui.app.watch_daemon import log_path, start_detached, stop_watcher
+    from x_tui.app.watch_lock import running_pid
+
     if args.status:
         pid = running_pid(state_dir)
         if pid is None:
@@ -50,7 +64,7 @@ def watch(args: argparse.Namespace) -> int:
         say(f"stopped the watcher (pid {stopped})")
         return 0
     if args.detach:
-        pid = start_detached(state_dir, lambda stop: _follow(state_dir, stop))
+        pid = start_detached(state_dir, lambda stop: _follow(state_dir, stop, logged=True))
         say(f"watching in the background (pid {pid}); log: {log_path(state_dir)}")
         return 0
     from x_tui.app.watch_daemon import serve_until_stopped
@@ -62,7 +76,7 @@ def watch(args: argparse.Namespace) -> int:
     return 0
 
 
-def _follow(state_dir: Path, stop: threading.Event) -> None:
+def _follow(state_dir: Path, stop: threading.Event, *, logged: bool = False) -> None:
     from x_tui.app.service import Service
     from x_tui.app.settings import load_settings
     from x_tui.app.watcher import Watcher
@@ -71,9 +85,13 @@ def _follow(state_dir: Path, stop: threading.Event) -> None:
     for problem in settings.problems:
         complain(problem)
     watcher = Watcher(Service(state_dir=state_dir), settings.notify)
+    if logged:
+        say(f"watching {state_dir} (pid {os.getpid()})")
     watcher.start()
     try:
         while not stop.wait(1.0):
             pass
     finally:
         watcher.stop()
+        if logged:
+            say("stopped")

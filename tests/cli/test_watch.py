@@ -50,12 +50,15 @@ def _calls(path: Path, count: int) -> list[dict[str, str]]:
     raise AssertionError(f"the hook was not called {count} times: {path.read_text()!r}")
 
 
-def _wait_running(cli: Cli) -> None:
-    for _ in range(300):
-        if cli("watch", "--status").returncode == 0:
-            return
+def _log_with(path: Path, wanted: str) -> str:
+    """The watcher's log once it holds ``wanted`` (waiting a bounded while)."""
+    text = ""
+    for _ in range(600):
+        text = path.read_text() if path.exists() else ""
+        if wanted in text:
+            return text
         time.sleep(0.1)
-    raise AssertionError("the watcher never started")
+    raise AssertionError(f"{wanted!r} never reached the watcher's log: {text!r}")
 
 
 def test_a_detached_watcher_outlives_its_shell_and_runs_the_hook_once_per_event(
@@ -94,6 +97,12 @@ def test_a_detached_watcher_outlives_its_shell_and_runs_the_hook_once_per_event(
         assert by_run[succeeding]["X_TUI_STATE"] == "succeeded"
         assert by_run[succeeding]["X_TUI_JOB"] == "hello"
         assert all(call["X_TUI_COST"] == "" for call in seen)  # the local backend costs nothing
+
+        wanted = (
+            f"notified: x-tui: run {failing} (failing) failed: task boom failed with exit status 3"
+        )
+        log = _log_with(cli.state / "x-tui" / "watch.log", wanted)
+        assert f"watching {cli.state} (pid {pid})" in log
 
         second = cli("watch")
         assert second.returncode == 2

@@ -166,6 +166,8 @@ class XTuiApp(App[int]):
     def on_run_state_changed(self, message: RunStateChanged) -> None:
         """Forward to the main screen and the screen in front; announce an end as asked."""
         self._forward(message)
+        if message.previous is None or not message.state.is_final:
+            return  # only an end this session saw happen is announced
         handle = next((h for h in self.monitor.stored.handles if h.run_id == message.run_id), None)
         if handle is not None:
             from x_tui.app.run_notices import announce_in_app

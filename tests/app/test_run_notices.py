@@ -64,3 +64,29 @@ async def test_a_run_seen_running_then_failing_is_toasted_and_hooked_once(
     assert calls.read_text() == "failed\n"
     delivered = (state_dir / "x-tui" / "notified.jsonl").read_text().splitlines()
     assert [json.loads(line)["id"] for line in delivered] == [f"{run_id}:failed"]
+
+
+@asynchronous
+async def test_a_submit_starts_the_watcher_when_the_settings_ask(
+    state_dir: Path, project: Path
+) -> None:
+    from x_tui.app.submit_screen import SubmitScreen
+    from x_tui.app.watch_daemon import stop_watcher
+    from x_tui.app.watch_lock import running_pid
+    from x_tui.compute.operations import open_project
+
+    app = make_app(project, settings=Settings(notify=NotifySettings(start_watcher=True)))
+    try:
+        async with app.run_test(size=(100, 30)) as pilot:
+            assert running_pid(state_dir) is None
+            screen = SubmitScreen("quick", project=open_project(project))
+            await app.push_screen(screen)
+            await wait_until(pilot, lambda: screen.plan is not None, "the plan")
+            await pilot.press("enter")
+            await wait_until(pilot, lambda: screen.submitted is not None, "the submit")
+            await wait_until(
+                pilot, lambda: bool(running_pid(state_dir)), "the watcher to be started"
+            )
+    finally:
+        stop_watcher(state_dir)
+    assert running_pid(state_dir) is None

@@ -8,6 +8,7 @@ command = ["notify-send", "x-tui"]            # argv, run with X_TUI_RUN_ID, X_T
                                               # X_TUI_STATE, X_TUI_REASON, X_TUI_COST set
 urls = ["ntfy://my-topic", "json://127.0.0.1:8080/"]   # Apprise URLs
 terminal = true                               # in an open TUI: a toast and OSC 9/777 (or BEL)
+start_watcher = false                         # a TUI submit starts `x-tui watch --detach`
 ```
 
 Read headless (the watcher reads it); standard library only. A value of the wrong type keeps the
@@ -27,7 +28,7 @@ DEFAULT_EVENTS = frozenset({EventKind.FAILED, EventKind.STALLED, EventKind.SUCCE
 DEFAULT_SUCCEEDED_AFTER = 600.0
 """Seconds a run must have run for its success to be announced, by default (10 minutes)."""
 
-_KNOWN = ("events", "succeeded_after_minutes", "command", "urls", "terminal")
+_KNOWN = ("events", "succeeded_after_minutes", "command", "urls", "terminal", "start_watcher")
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -41,6 +42,8 @@ class NotifySettings:
         command: An argv run once per announced event (``()``: none); never through a shell.
         urls: Apprise URLs each announced event is sent to.
         terminal: Whether an open TUI shows a toast and a terminal notification.
+        start_watcher: Whether a submit from the TUI starts the background watcher (when none
+            runs), so the run is followed after the TUI closes.
     """
 
     events: frozenset[EventKind] = DEFAULT_EVENTS
@@ -48,6 +51,7 @@ class NotifySettings:
     command: tuple[str, ...] = ()
     urls: tuple[str, ...] = ()
     terminal: bool = True
+    start_watcher: bool = False
 
 
 def read_notify(path: Path | None, value: object, problems: list[str]) -> NotifySettings:
@@ -69,6 +73,7 @@ def read_notify(path: Path | None, value: object, problems: list[str]) -> Notify
     command: tuple[str, ...] = ()
     urls: tuple[str, ...] = ()
     terminal = True
+    start_watcher = False
     names = ", ".join(sorted(kind.value for kind in NOTIFIABLE))
     for key, item in value.items():
         where = f"{path}: [notify] {key}"
@@ -102,11 +107,13 @@ def read_notify(path: Path | None, value: object, problems: list[str]) -> Notify
                 urls = tuple(item)
             else:
                 problems.append(f"{where}: expected a list of Apprise URLs, got {item!r}")
-        elif key == "terminal":
-            if isinstance(item, bool):
+        elif key in ("terminal", "start_watcher"):
+            if not isinstance(item, bool):
+                problems.append(f"{where}: expected true or false, got {item!r}")
+            elif key == "terminal":
                 terminal = item
             else:
-                problems.append(f"{where}: expected true or false, got {item!r}")
+                start_watcher = item
         else:
             problems.append(
                 f"{path}: [notify]: unknown key {key!r} (accepted: {', '.join(_KNOWN)})"
@@ -117,4 +124,5 @@ def read_notify(path: Path | None, value: object, problems: list[str]) -> Notify
         command=command,
         urls=urls,
         terminal=terminal,
+        start_watcher=start_watcher,
     )

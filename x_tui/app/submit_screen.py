@@ -255,6 +255,11 @@ class SubmitScreen(Screen[None]):
             _from_thread(app, self._submit_failed, describe_error(error))
             return
         _from_thread(app, self._submitted, handle)
+        from x_tui.app.watch_starter import start_watcher_if_asked
+
+        settings = getattr(app, "settings", None)
+        if settings is not None:
+            start_watcher_if_asked(settings.notify, service.state_dir)
 
     def _progress(self, progress: SubmitProgress) -> None:
         if not self.is_attached or not self.submitting:

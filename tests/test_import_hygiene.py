@@ -102,6 +102,7 @@ VERBS = {
     "fetch": ["fetch", "{run_id}", "--into", "{tmp}"],
     "cancel": ["cancel", "{run_id}"],
     "teardown (refused for a local run)": ["teardown", "{run_id}"],
+    "delete (refused without a terminal)": ["delete", "{run_id}"],
     "backends --accelerators": ["backends", "--accelerators"],
     "a refused command": ["run", "nosuch"],
     "watch --status (none runs)": ["watch", "--status"],
@@ -117,7 +118,7 @@ def test_a_headless_verb_imports_neither_textual_nor_rich(
     code, modules = _modules_after(project, argv)
 
     expected = 1 if verb.startswith("watch") else 0
-    assert code == (2 if verb.startswith(("a refused command", "teardown")) else expected)
+    assert code == (2 if verb.startswith(("a refused command", "teardown", "delete")) else expected)
     assert _loaded(modules, UI_MODULES) == []
 
 

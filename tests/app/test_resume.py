@@ -128,11 +128,11 @@ def test_with_no_watcher_the_away_line_comes_from_the_kept_final_states(
     keep_final_states(
         state_dir,
         {
-            "a-20261201-000000-aaaaaa": (RunState.SUCCEEDED, 100.0),
-            "b-20261201-000000-bbbbbb": (RunState.FAILED, 300.0),
+            "a-20261201T000000Z-aaaaaa": (RunState.SUCCEEDED, 100.0),
+            "b-20261201T000000Z-bbbbbb": (RunState.FAILED, 300.0),
         },
     )
-    assert away_line(state_dir, 200.0) == "b-20261201-000000-bbbbbb failed"
+    assert away_line(state_dir, 200.0) == "b-20261201T000000Z-bbbbbb failed"
     assert away_line(state_dir, 400.0) is None
 
 

@@ -38,6 +38,7 @@ from x_tui.app.fetching import (
     format_bytes,
     start_fetch,
 )
+from x_tui.app.footer_keys import focused_first
 from x_tui.app.rerunning import ask_rerun, open_run, rerun_plan
 from x_tui.compute.store import RunHandle
 
@@ -87,13 +88,11 @@ class RunActions:
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
-        """The screen's active bindings with its own first, so the footer shows the run actions
-        even when a widget with many keys of its own (a log view) has the focus."""
+        """The screen's active bindings in footer order: help, the focused widget's (a log
+        view's), then the screen's run actions (see ``x_tui.app.footer_keys``)."""
         screen = cast("Screen[object]", self)
         bindings: dict[str, ActiveBinding] = Screen.active_bindings.fget(screen)  # type: ignore[attr-defined]
-        own = {key: active for key, active in bindings.items() if active.node is screen}
-        rest = {key: active for key, active in bindings.items() if active.node is not screen}
-        return {**own, **rest}
+        return focused_first(screen, bindings)
 
     def _run_for_action(self) -> tuple[Screen[object], RunHandle] | None:
         screen = cast("Screen[object]", self)

@@ -78,7 +78,7 @@ def sweep_action(
         screen.app.copy_to_clipboard(sweep.sweep_id)
         notify(screen.app, f"Copied {sweep.sweep_id}")
     else:
-        verb = "fetch" if action == "fetch_run" else "re-run"
+        verb = {"fetch_run": "fetch", "delete_run": "delete"}.get(action, "re-run")
         notify(screen.app, f"Select one run of the sweep to {verb} it", severity="warning")
 
 

@@ -88,3 +88,7 @@ class RunMonitor(RunFollower):
     def on_status_failed(self, run_id: str, reason: str) -> None:
         """Post :class:`RunStatusFailed`."""
         self._post(RunStatusFailed(run_id, reason))
+
+    def on_launch_state(self, run_id: str, state: RunState) -> None:
+        """Post :class:`RunStateChanged` (with no previous state: not a backend's answer)."""
+        self._post(RunStateChanged(run_id, state))

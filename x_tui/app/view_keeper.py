@@ -149,7 +149,7 @@ def away_line(state_dir: Path, since: float) -> str | None:
                 continue
             items.append(f"{event.run_id} {event.kind.value.replace('_', ' ')}")
     else:
-        finals = read_final_states(state_dir / "x-tui" / "final-states.json")
+        finals = read_final_states(state_dir / "x-tui" / "final-states.json") or {}
         ended = sorted(
             (at, run_id, state.value)
             for run_id, (state, at) in finals.items()

@@ -12,10 +12,14 @@ are shown in batches: every 50 ms, or every 500 ms with ``low_bandwidth``.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from textual.app import ComposeResult
+from textual import work
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
@@ -27,6 +31,12 @@ from x_tui.compute.errors import UserError
 from x_tui.compute.logindex import IndexChange, LogIndex
 from x_tui.compute.logindex_search import SearchQuery
 from x_tui.widgets._log_bar import SearchBar
+from x_tui.widgets._log_export import (
+    default_save_path,
+    editor_command,
+    export_lines,
+    pager_command,
+)
 from x_tui.widgets._log_finder import Finder
 from x_tui.widgets._log_lines import LogLines
 from x_tui.widgets._log_status import status_text
@@ -72,6 +82,13 @@ class LogView(Widget):
     | `+`, `-` | More, fewer context lines around filtered matches. |
     | `e`, `E` | Next, previous error or traceback. |
     | `t` | Show when each line was received, or not (logs with a times file). |
+    | `escape` | Clear the search, else the filter (else the key goes to the screen). |
+    | `s` | Save the lines shown (the filtered ones when filtering) as plain text. |
+    | `v` | View the log in ``$PAGER`` (``less`` by default), at the current line. |
+    | `V` | Open the log in ``$VISUAL``/``$EDITOR`` at the current line (``+N``). |
+
+    (Both open a sanitised copy, removed afterwards. Not ``o``: a task's log tab binds ``o`` to
+    switch between its stdout and stderr.)
 
     Arrows, `pageup`/`pagedown` and `home` scroll; scrolling up pauses following and the status
     line counts "+N new lines" until `end` (or scrolling back to the end) resumes it.
@@ -81,14 +98,18 @@ class LogView(Widget):
         Binding("end,F", "follow", "Follow", id="log.follow"),
         Binding("w", "toggle_wrap", "Wrap", id="log.wrap"),
         Binding("slash", "search", "Search", id="log.search"),
-        Binding("n", "next_match", "Next match", id="log.next_match"),
-        Binding("N", "previous_match", "Prev match", id="log.previous_match"),
+        Binding("n", "next_match", "Next match", id="log.next_match", show=False),
+        Binding("N", "previous_match", "Prev match", id="log.previous_match", show=False),
         Binding("ampersand", "filter", "Filter", id="log.filter"),
         Binding("plus", "context(1)", "More context", show=False, id="log.more_context"),
         Binding("minus", "context(-1)", "Less context", show=False, id="log.less_context"),
         Binding("e", "next_error", "Next error", id="log.next_error"),
-        Binding("E", "previous_error", "Prev error", id="log.previous_error"),
-        Binding("t", "toggle_times", "Times", id="log.times"),
+        Binding("E", "previous_error", "Prev error", id="log.previous_error", show=False),
+        Binding("t", "toggle_times", "Times", id="log.times", show=False),
+        Binding("escape", "clear_search", "Clear", id="log.clear"),
+        Binding("s", "save", "Save", id="log.save"),
+        Binding("v", "open_pager", "Pager", id="log.pager"),
+        Binding("V", "open_editor", "Editor", id="log.editor", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -126,6 +147,41 @@ class LogView(Widget):
             """The view that changed."""
             return self.log_view
 
+    class WrapChanged(Message):
+        """The user turned wrapping on or off (``w``): the app remembers it as a setting."""
+
+        def __init__(self, log_view: LogView, wrap: bool) -> None:
+            """Record the new state.
+
+            Args:
+                log_view: The view.
+                wrap: Whether long lines are now wrapped.
+            """
+            super().__init__()
+            self.log_view = log_view
+            self.wrap = wrap
+
+        @property
+        def control(self) -> LogView:
+            """The view that changed."""
+            return self.log_view
+
+    class Saved(Message):
+        """The lines shown were saved to a file (``s``)."""
+
+        def __init__(self, log_view: LogView, path: Path, lines: int) -> None:
+            """Record where.
+
+            Args:
+                log_view: The view.
+                path: The file written.
+                lines: How many lines it holds.
+            """
+            super().__init__()
+            self.log_view = log_view
+            self.path = path
+            self.lines = lines
+
     class Reset(Message):
         """The file was truncated, rewritten or replaced, and is shown again from scratch."""
 
@@ -149,6 +205,7 @@ class LogView(Widget):
         *,
         follow: bool = True,
         low_bandwidth: bool = False,
+        wrap: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -160,6 +217,7 @@ class LogView(Widget):
             path: The log file; it need not exist yet (it is shown once it does).
             follow: Whether to stick to the end from the start.
             low_bandwidth: Batch appends every 500 ms instead of every 50 ms.
+            wrap: Whether long lines start wrapped.
             name: The widget's name.
             id: The widget's id.
             classes: The widget's classes.
@@ -168,6 +226,7 @@ class LogView(Widget):
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self._path = path
         self._initial_follow = follow
+        self._initial_wrap = wrap
         self.set_reactive(LogView.low_bandwidth, low_bandwidth)
         self._index: LogIndex | None = None
         self._timer: Timer | None = None
@@ -178,7 +237,9 @@ class LogView(Widget):
 
     def compose(self) -> ComposeResult:
         """The lines, the input bar (hidden), the status line."""
-        yield LogLines(following=self._initial_follow)
+        lines = LogLines(following=self._initial_follow)
+        lines.wrap = self._initial_wrap
+        yield lines
         yield SearchBar()
         yield Static(classes="log-view--status")
 
@@ -393,6 +454,118 @@ class LogView(Widget):
         if lines.following:
             lines.scroll_to_end()
         self._update_status()
+        self.post_message(self.WrapChanged(self, lines.wrap))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``escape`` acts only while a search or a filter is on; otherwise it goes on (back)."""
+        if action == "clear_search":
+            return self._finder.search.active or self._finder.filter.active
+        return True
+
+    def action_clear_search(self) -> None:
+        """Clear the search; if there is none, clear the filter."""
+        if self._finder.search.active:
+            self._finder.start_search(None)
+        elif self._finder.filter.active:
+            self._finder.start_filter(None)
+        self._update_status()
+        self.refresh_bindings()
+
+    def action_save(self) -> None:
+        """Ask for a file, then save the lines shown there (see ``_log_export``)."""
+        default = default_save_path(self._path, Path.cwd(), filtered=self._finder.filter.active)
+        self.query_one(SearchBar).open("save", None, text=str(default))
+
+    def action_open_pager(self) -> None:
+        """Open a sanitised copy of the log in ``$PAGER``, at the current line."""
+        self._open_outside("pager")
+
+    def action_open_editor(self) -> None:
+        """Open a sanitised copy of the log in ``$VISUAL``/``$EDITOR`` at the current line."""
+        self._open_outside("editor")
+
+    def cursor_line(self) -> int:
+        """The line "under the cursor", from 0: the current line, else the last line shown."""
+        lines = self.lines_view
+        if lines.current is not None:
+            return lines.current
+        height = lines.scrollable_content_region.height
+        if lines.following or lines.top_line is None:
+            return max(0, lines.row_count_lines() - 1)
+        last_row = min(lines.row_count - 1, int(lines.scroll_y) + max(0, height - 1))
+        return lines.line_of_row(max(0, last_row)) if not lines.wrap else lines.top_line
+
+    def _open_outside(self, program: str) -> None:
+        if self._index is None:
+            self._finder.flash = safe_text("no log to open", "yellow")
+            self._update_status()
+            return
+        self._export_for_opening(program, self.cursor_line() + 1)
+
+    @work(thread=True, exclusive=True, group="log-open")
+    def _export_for_opening(self, program: str, line: int) -> None:
+        index = self._index
+        if index is None:
+            return
+        fd, name = tempfile.mkstemp(prefix="x-tui-log-", suffix=".txt")
+        os.close(fd)
+        copy = Path(name)
+        try:
+            export_lines(index, None, copy)
+        except OSError as error:
+            copy.unlink(missing_ok=True)
+            self.app.call_from_thread(self._note, f"cannot write a copy: {error}", "red")
+            return
+        self.app.call_from_thread(self._run_outside, program, copy, line)
+
+    def _run_outside(self, program: str, copy: Path, line: int) -> None:
+        environ = dict(os.environ)
+        if program == "pager":
+            argv = pager_command(environ, copy, line)
+        else:
+            argv = editor_command(environ, copy, line)
+        try:
+            with self.app.suspend():
+                subprocess.run(argv, check=False)
+        except (OSError, SuspendNotSupported) as error:
+            self._note(f"cannot run {argv[0]}: {error}", "red")
+        finally:
+            copy.unlink(missing_ok=True)
+        self.refresh()
+
+    def _note(self, note: str, style: str) -> None:
+        self._finder.flash = safe_text(note, style)
+        self._update_status()
+
+    def on_search_bar_save_submitted(self, message: SearchBar.SaveSubmitted) -> None:
+        """Save the lines shown to the file typed, in a worker."""
+        message.stop()
+        self.lines_view.focus()
+        text = message.path.strip()
+        if not text or self._index is None:
+            self._note("nothing saved", "yellow")
+            return
+        destination = Path(text).expanduser()
+        if not destination.is_absolute():
+            destination = Path.cwd() / destination
+        rows = self.lines_view.rows
+        self._save(destination, list(rows) if rows is not None else None)
+
+    @work(thread=True, exclusive=True, group="log-save")
+    def _save(self, destination: Path, rows: list[int] | None) -> None:
+        index = self._index
+        if index is None:
+            return
+        try:
+            count = export_lines(index, rows, destination)
+        except OSError as error:
+            self.app.call_from_thread(self._note, f"not saved: {error}", "red")
+            return
+        self.app.call_from_thread(self._saved, destination, count)
+
+    def _saved(self, destination: Path, count: int) -> None:
+        self._note(f"saved {count:,} lines to {destination}", "green")
+        self.post_message(self.Saved(self, destination, count))
 
     def action_toggle_times(self) -> None:
         """Show when each line was received, or stop; a log without times gets a toast."""
@@ -464,6 +637,7 @@ class LogView(Widget):
         except UserError as error:
             self._finder.flash = safe_text(str(error), "bold red")
         self._update_status()
+        self.refresh_bindings()
 
     def on_search_bar_closed(self, message: SearchBar.Closed) -> None:
         """Give the keys back to the lines."""

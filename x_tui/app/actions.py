@@ -47,6 +47,7 @@ RUN_ACTION_BINDINGS: list[Binding] = [
     Binding("f", "fetch_run", "Fetch", id="run.fetch"),
     Binding("r", "rerun", "Re-run", id="run.rerun"),
     Binding("y", "copy_run_id", "Copy id", id="run.copy_id"),
+    Binding("x", "command_lines", "Commands", show=False, id="run.command_lines"),
 ]
 """The run actions' keys, for a screen's ``BINDINGS`` (each has an id for the user's keymap)."""
 
@@ -55,6 +56,21 @@ def copy_run_id(screen: Screen[object], handle: RunHandle) -> None:
     """Put the run's id on the clipboard (OSC 52, so it works over SSH) and say so."""
     screen.app.copy_to_clipboard(handle.run_id)
     notify(screen.app, f"Copied {handle.run_id}")
+
+
+def show_command_lines(screen: Screen[object], handle: RunHandle) -> str:
+    """Show the run actions' ``x-tui`` command lines in a toast and copy them (OSC 52).
+
+    Returns:
+        The text shown and copied: one ``# action`` comment and command per action.
+    """
+    from x_tui.app.command_lines import run_action_commands
+
+    lines = [f"{command}  # {action}" for action, command in run_action_commands(handle).items()]
+    text = "\n".join(lines)
+    screen.app.copy_to_clipboard(text + "\n")
+    notify(screen.app, text + "\n(copied)")
+    return text
 
 
 # The mixin ------------------------------------------------------------------------------------
@@ -104,6 +120,12 @@ class RunActions:
         if chosen is not None:
             ask_rerun(*chosen)
 
+    def action_command_lines(self) -> None:
+        """Show and copy the ``x-tui`` command line behind each run action."""
+        chosen = self._run_for_action()
+        if chosen is not None:
+            show_command_lines(*chosen)
+
     def action_copy_run_id(self) -> None:
         """Copy the selected run's id to the clipboard."""
         chosen = self._run_for_action()
@@ -131,6 +153,7 @@ __all__ = [
     "open_run",
     "rerun_plan",
     "service_of",
+    "show_command_lines",
     "start_fetch",
     "sweep_action",
 ]

@@ -47,7 +47,8 @@ from x_tui.app.messages import (
     SweepsChanged,
     copy_message,
 )
-from x_tui.app.monitor import FIRST_INTERVAL, MAX_INTERVAL, RunMonitor
+from x_tui.app.monitor import RunMonitor
+from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings, refresh_scale, save_setting, settings_path
 
@@ -126,11 +127,26 @@ class XTuiApp(App[int]):
         return self.main_screen
 
     def on_mount(self) -> None:
-        """Apply the user's theme and keys, report what in the settings was unusable, start."""
+        """Apply the user's theme and keys, report what in the settings was unusable, start.
+
+        The view the last session left is reopened, and kept from now on
+        (:mod:`x_tui.app.view_keeper`).
+        """
+        from x_tui.app.view_keeper import ViewKeeper
+
         self._apply_settings()
+        self.view_keeper = ViewKeeper(self)
+        self.view_keeper.start()
         self.monitor.start()
         self.screen_change_signal.subscribe(self, self._screen_changed)
         self._fit(self.size)
+
+    def on_unmount(self) -> None:
+        """Stop the monitor's threads (runs are left running) and keep the view."""
+        self.monitor.stop()
+        keeper = getattr(self, "view_keeper", None)
+        if keeper is not None:
+            keeper.stop()
 
     def on_resize(self, event: events.Resize) -> None:
         """Cover the screens while the terminal is too small for them; uncover them after."""
@@ -214,12 +230,22 @@ class XTuiApp(App[int]):
             target.post_message(copy_message(message))
 
     def on_runs_changed(self, message: RunsChanged) -> None:
-        """Forward to the main screen and the screen in front."""
+        """Forward to the main screen and the screen in front; reopen the last session's run."""
         self._forward(message)
+        keeper = getattr(self, "view_keeper", None)
+        if keeper is not None:
+            keeper.runs_changed(message.stored, complete=message.complete)
 
     def on_run_state_changed(self, message: RunStateChanged) -> None:
-        """Forward to the main screen and the screen in front."""
+        """Forward to the main screen and the screen in front; announce an end as asked."""
         self._forward(message)
+        if message.previous is None or not message.state.is_final:
+            return  # only an end this session saw happen is announced
+        handle = next((h for h in self.monitor.stored.handles if h.run_id == message.run_id), None)
+        if handle is not None:
+            from x_tui.app.run_notices import announce_in_app
+
+            announce_in_app(self, self.settings, handle, message.state, message.previous)
 
     def on_run_status_failed(self, message: RunStatusFailed) -> None:
         """Forward to the main screen and the screen in front."""

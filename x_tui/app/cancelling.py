@@ -20,6 +20,10 @@ from x_tui.widgets.safe_text import safe_text
 
 def ask_cancel(screen: Screen[object], handle: RunHandle) -> None:
     """Ask to cancel the run, then cancel it in a worker; a run that already ended is left."""
+    from x_tui.app.read_only import refused
+
+    if refused(screen.app):
+        return
     app = screen.app
     monitor = monitor_of(app)
     state = monitor.state_of(handle.run_id) if monitor is not None else None
@@ -80,6 +84,10 @@ def sweep_action(
 
 def ask_cancel_sweep(screen: Screen[object], sweep: Sweep, handles: tuple[RunHandle, ...]) -> None:
     """Ask to cancel every unfinished run of a sweep, then cancel them one by one in a worker."""
+    from x_tui.app.read_only import refused
+
+    if refused(screen.app):
+        return
     app = screen.app
     monitor = monitor_of(app)
 

@@ -29,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from x_tui.app.notify_settings import NotifySettings, read_notify
+
 CONFIG_ENV = "X_TUI_CONFIG"
 """Names the settings file to read instead of the default one."""
 
@@ -42,7 +44,7 @@ LOW_BANDWIDTH_SLOWDOWN = 3.0
 """How many times less often, under the low-bandwidth profile, the run monitor asks backends for
 states and the runs table and run screen redraw and re-read what they show."""
 
-_KNOWN = ("theme", "low_bandwidth", "wrap", "keys", "handle_version")
+_KNOWN = ("theme", "low_bandwidth", "wrap", "keys", "handle_version", "notify")
 
 NARROW_COLUMNS = 100
 """Below this many columns, log lines wrap unless the user chose otherwise (``wrap``)."""
@@ -60,6 +62,7 @@ class Settings:
             narrower than :data:`NARROW_COLUMNS`. The log view's ``w`` writes it.
         keys: Keys by binding id (``"main.submit"``, ``"app.quit"``...), each a comma-separated
             list of Textual key names; applied with ``App.set_keymap``.
+        notify: Which run events to announce, and how (the ``[notify]`` table).
         path: The file these were read from (whether or not it exists).
         problems: What in the file could not be used, each naming the file and the key.
     """
@@ -68,6 +71,7 @@ class Settings:
     low_bandwidth: bool = False
     wrap: bool | None = None
     keys: Mapping[str, str] = field(default_factory=dict)
+    notify: NotifySettings = field(default_factory=NotifySettings)
     path: Path | None = None
     problems: tuple[str, ...] = ()
 
@@ -159,6 +163,7 @@ def load_settings(path: Path | None = None) -> Settings:
     low_bandwidth = False
     wrap: bool | None = None
     keys: dict[str, str] = {}
+    notify = NotifySettings()
     for key, value in document.items():
         if key == "theme":
             if isinstance(value, str) and value.strip():
@@ -177,6 +182,8 @@ def load_settings(path: Path | None = None) -> Settings:
                 problems.append(f"{path}: wrap: expected true or false, got {value!r}")
         elif key == "keys":
             keys = _keys(path, value, problems)
+        elif key == "notify":
+            notify = read_notify(path, value, problems)
         elif key == "handle_version":
             # Read where runs are submitted (x_tui.compute.handle_versions); checked here too.
             if value not in (1, 2) or isinstance(value, bool):
@@ -190,6 +197,7 @@ def load_settings(path: Path | None = None) -> Settings:
         low_bandwidth=low_bandwidth,
         wrap=wrap,
         keys=keys,
+        notify=notify,
         path=path,
         problems=tuple(problems),
     )

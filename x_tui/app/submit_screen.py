@@ -62,6 +62,7 @@ class SubmitScreen(Screen[None]):
     | a | Acknowledge the plan's warning (needed before submitting). |
     | escape | Back, submitting nothing. |
     | tab | Next field. |
+    | ctrl+x | Show and copy the equivalent ``x-tui run`` command. |
     """
 
     HELP_TITLE = "Submit screen"
@@ -70,6 +71,7 @@ class SubmitScreen(Screen[None]):
         Binding("escape", "back", "Back", id="submit.back"),
         Binding("enter", "submit", "Submit", id="submit.submit"),
         Binding("a", "acknowledge", "Acknowledge warning", id="submit.acknowledge"),
+        Binding("ctrl+x", "command_line", "Command", show=False, id="submit.command_line"),
     ]
 
     def __init__(self, job: str, *, project: Project | None = None) -> None:
@@ -237,13 +239,33 @@ class SubmitScreen(Screen[None]):
     def _status(self, text: Text) -> None:
         self.query_one("#submit-status", Static).update(text)
 
+    def command_line(self) -> str:
+        """The ``x-tui run`` command that submits what the fields say now."""
+        from x_tui.app.command_lines import run_command, shell_line
+
+        fields = self._fields()
+        root = self.project.root if self.project is not None else None
+        return shell_line(
+            run_command(
+                self.job, backend=fields.backend, accelerator=fields.accelerator, project=root
+            )
+        )
+
+    def action_command_line(self) -> None:
+        """Show and copy the equivalent ``x-tui run`` command (OSC 52, so it works over SSH)."""
+        line = self.command_line()
+        self.app.copy_to_clipboard(line + "\n")
+        notify(self.app, f"{line}\n(copied)")
+
     # Submitting -------------------------------------------------------------------------------
 
     @on(Button.Pressed, "#submit-go")
     @on(Input.Submitted, "#submit-accelerator")
     def action_submit(self) -> None:
         """Plan from the fields as they are and submit that, detached."""
-        if self.submitting or self.project is None:
+        from x_tui.app.read_only import refused
+
+        if self.submitting or self.project is None or refused(self.app):
             return
         if self._needs_acknowledging():
             self._status(
@@ -284,6 +306,11 @@ class SubmitScreen(Screen[None]):
             _from_thread(app, self._submit_failed, describe_error(error))
             return
         _from_thread(app, self._submitted, handle)
+        from x_tui.app.watch_starter import start_watcher_if_asked
+
+        settings = getattr(app, "settings", None)
+        if settings is not None:
+            start_watcher_if_asked(settings.notify, service.state_dir)
 
     def _progress(self, progress: SubmitProgress) -> None:
         if not self.is_attached or not self.submitting:

@@ -66,6 +66,28 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def _watch_options(parser: argparse.ArgumentParser) -> None:
+    """The ``watch`` verb's options (one of them at most)."""
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument(
+        "--detach", action="store_true", help="run in the background, past the terminal's end"
+    )
+    what.add_argument(
+        "--status", action="store_true", help="exit 0 while a watcher runs, 1 otherwise"
+    )
+    what.add_argument("--stop", action="store_true", help="stop the running watcher")
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` verb's options."""
+    parser.add_argument("--port", type=int, default=8765, help="the port (default: 8765)")
+    parser.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="let the browser cancel, fetch, re-run and submit (default: read-only)",
+    )
+
+
 def build_parser() -> Parser:
     """The ``x-tui`` argument parser.
 
@@ -168,6 +190,23 @@ def build_parser() -> Parser:
     )
     backends.add_argument("--backend", metavar="NAME", help="only this backend")
     _json_option(backends)
+
+    _watch_options(
+        verb(
+            "watch",
+            "Follow every unfinished run in the background, record what happens in the state "
+            "directory's events file and announce it as the settings' [notify] table asks; one "
+            "watcher per state directory.",
+        )
+    )
+    _serve_options(
+        verb(
+            "serve",
+            "Show the terminal UI in a browser on this machine (127.0.0.1 only, behind a random "
+            "token in the printed URL; read-only unless --allow-actions). From elsewhere, reach it "
+            "through an SSH tunnel: ssh -L PORT:127.0.0.1:PORT HOST.",
+        )
+    )
 
     verb("demo", "Open the terminal UI on a bundled demo project.")
     return parser

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from textual import work
@@ -28,6 +29,7 @@ from textual.widgets import Static
 
 from x_tui.compute.errors import UserError
 from x_tui.compute.logindex import IndexChange, LogIndex
+from x_tui.compute.logindex_search import SearchQuery
 from x_tui.widgets._log_bar import SearchBar
 from x_tui.widgets._log_export import (
     default_save_path,
@@ -40,6 +42,25 @@ from x_tui.widgets._log_lines import LogLines
 from x_tui.widgets._log_status import status_text
 from x_tui.widgets._log_times import open_stamps
 from x_tui.widgets.safe_text import safe_text
+
+
+@dataclass(frozen=True, slots=True)
+class LogPlace:
+    """Where a reader is in a log: what :meth:`LogView.place` gives and ``restore_place`` takes.
+
+    Attributes:
+        top_line: The line at the top of the view; ``None`` while following the end.
+        filter: The filter shown (``&``), if any.
+        search: The search (``/``), if any.
+    """
+
+    top_line: int | None = None
+    filter: SearchQuery | None = None
+    search: SearchQuery | None = None
+
+
+MAX_PLACE_TRIES = 100
+"""How many polls a restored place is tried for before it is left (its line may be hidden)."""
 
 POLL_SECONDS = 0.05
 """How often the file is checked for appends (and appends shown), normally."""
@@ -210,6 +231,9 @@ class LogView(Widget):
         self._index: LogIndex | None = None
         self._timer: Timer | None = None
         self._finder = Finder(self, lambda: self.lines_view, self._update_status)
+        self._pending_place: LogPlace | None = None
+        self._place_tries = 0
+        self._place_armed = False
 
     def compose(self) -> ComposeResult:
         """The lines, the input bar (hidden), the status line."""
@@ -293,6 +317,73 @@ class LogView(Widget):
         lines.reset(self._index)
         self._update_status()
 
+    # -- where the reader is (kept across sessions) ------------------------------------------
+
+    def place(self) -> LogPlace:
+        """Where the reader is: the top line (``None`` while following), filter and search."""
+        lines = self.lines_view if self.children else None
+        following = lines is None or lines.following
+        top = None if following or lines is None else lines.top_line
+        if self._pending_place is not None:
+            top = self._pending_place.top_line  # not applied yet: still where it was asked
+        return LogPlace(
+            top_line=top, filter=self._finder.filter.query, search=self._finder.search.query
+        )
+
+    def restore_place(self, place: LogPlace) -> None:
+        """Filter and search as ``place`` says, then show its top line once the filter is done.
+
+        A query that is no longer valid is dropped (its error shown in the status line).
+        """
+        try:
+            if place.filter is not None:
+                self._finder.start_filter(place.filter)
+            if place.search is not None:
+                self._finder.start_search(place.search)
+        except UserError as error:
+            self._finder.flash = safe_text(str(error), "bold red")
+        self._pending_place = place if place.top_line is not None else None
+        self._place_tries = 0
+        self._place_armed = False
+        if self.children:
+            # After the scroll to the end that opening the file queued for its next refresh.
+            self.lines_view.call_after_refresh(self._arm_place)
+        self._update_status()
+
+    def _arm_place(self) -> None:
+        self._place_armed = True
+        self._apply_pending_place()
+
+    def _apply_pending_place(self) -> None:
+        # Asked on every poll until the view shows the line, and once more to see it stayed:
+        # opening a file scrolls to its end after the next refresh, a filter's rows come from
+        # a worker, and a view in a hidden tab has no size to scroll in.
+        place = self._pending_place
+        index = self._index
+        if place is None or place.top_line is None or index is None or not self.children:
+            return
+        if (
+            not self._place_armed
+            or self._finder.filter.running
+            or place.top_line >= index.line_count
+        ):
+            return  # the rows (or the line) are not known yet
+        lines = self.lines_view
+        if not lines.size.height:
+            return  # not shown (another tab is): applied once it is
+        if self._place_tries and not lines.following and lines.top_line == place.top_line:
+            self._pending_place = None  # still there a poll after it was put there
+            return
+        self._place_tries += 1
+        if self._place_tries > MAX_PLACE_TRIES:
+            self._pending_place = None  # the line is not shown (filtered out): leave it
+            return
+        lines.set_following(False, jump=False)
+        lines.scroll_to(
+            y=lines.row_of_line(place.top_line), animate=False, immediate=True, force=True
+        )
+        lines.refresh()
+
     # -- polling ------------------------------------------------------------------------------
 
     def watch_low_bandwidth(self) -> None:
@@ -322,6 +413,8 @@ class LogView(Widget):
             self._update_status()  # indexing progress
         if change.more:
             self.call_later(self._poll)
+        if self._pending_place is not None:
+            self._apply_pending_place()
 
     def _apply(self, change: IndexChange) -> None:
         lines = self.lines_view

@@ -5,6 +5,8 @@ library, or public API for others): each with the reason. Checked by .ci/run (`u
 _.no_wrap  # rich.text.Text attribute (run_header.py, _log_texts.py)
 _.overflow  # rich.text.Text attribute (run_header.py)
 _.placeholder  # textual Input attribute (_log_bar.py)
+_.cursor_position  # textual Input attribute (_log_bar.py)
+_._require_update_dimensions  # textual DataTable flag, read by its next refresh (runs_table.py)
 _.virtual_size  # textual ScrollView attribute (_log_lines.py)
 _.control  # textual Message.control, read by @on(..., selector) (log_view.py)
 _.compress_type  # zipfile.ZipInfo attribute (worker_bundle.py)

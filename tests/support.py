@@ -21,7 +21,7 @@ from typing import TypeVar
 from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
-from x_tui.app.monitor import PollIntervals
+from x_tui.app.run_follower import PollIntervals
 
 T = TypeVar("T")
 

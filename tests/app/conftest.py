@@ -23,7 +23,7 @@ import pytest
 
 from tests.support import DEADLINE, QUICK_POLLS
 from x_tui.app.app import XTuiApp
-from x_tui.app.monitor import PollIntervals
+from x_tui.app.run_follower import PollIntervals
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings
 from x_tui.compute.backend import RunState

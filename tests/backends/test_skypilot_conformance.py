@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from x_tui.backends.skypilot import SkyPilotBackend, sky_sdk
-from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone
+from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone, bridge_pids, close_bridges
 from x_tui.backends.skypilot.catalog import read_offers
 from x_tui.backends.skypilot.reconcile import JOB_STATES
 from x_tui.compute.errors import BackendUnavailableError
@@ -368,6 +368,7 @@ def api_server(real_sky: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
 def test_the_real_api_server_answers_the_bridges_launch_and_queue_questions(
     real_sky: Path, api_server: Path
 ) -> None:
+    close_bridges()  # the bridges an earlier test of this worker left are not this test's
     bridge = Bridge(sky="sky", sky_python=str(real_sky))
     answer = bridge.call("launch_state", {"cluster": "sx-none", "request_id": None}, what="asking")
     assert answer == {"state": "unknown", "request_id": None, "cluster_exists": False}
@@ -381,6 +382,18 @@ def test_the_real_api_server_answers_the_bridges_launch_and_queue_questions(
         bridge.call("queue", {"cluster": "sx-none"}, what="reading the queue of sx-none")
     with pytest.raises(ClusterGone):
         bridge.call("down", {"cluster": "sx-none"}, what="tearing down sx-none")
+    runs: list[JsonValue] = [
+        {"cluster": "sx-none", "request_id": None, "launched": False},
+        {"cluster": "sx-gone", "request_id": "0123456789abcdef", "launched": False},
+        {"cluster": "sx-done", "request_id": None, "launched": True},
+    ]
+    unknown = {"state": "unknown", "request_id": None, "cluster_exists": False}
+    assert bridge.call("poll", {"runs": runs}, what="polling") == {
+        "sx-none": {"launch": unknown, "queue": None, "error": None},
+        "sx-gone": {"launch": unknown, "queue": None, "error": None},
+        "sx-done": {"launch": None, "queue": None, "error": None},
+    }
+    assert len(bridge_pids()) == 1  # every answer came from one interpreter
 
 
 @pytest.mark.slow

@@ -14,9 +14,10 @@ import argparse
 import json
 from pathlib import Path
 
-from x_tui.cli.output import escaped, print_json, say
+from x_tui.cli.output import print_json, say
 from x_tui.compute.operations import Project, locate_project, open_project
 from x_tui.compute.overlays import Blocker, overlay_fix, substrax_blockers
+from x_tui.compute.sanitize import escaped
 
 EXIT_NONE = 0
 EXIT_SOME = 1

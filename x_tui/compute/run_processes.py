@@ -283,6 +283,11 @@ def _reap_adopted(parent: int, keep: int) -> None:
                 os.waitpid(pid, os.WNOHANG)
 
 
+def descendants(root: int) -> list[int]:
+    """Process ``root``'s descendants, from ``/proc``; empty where there is none."""
+    return _descendants(root)
+
+
 def _descendants(root: int) -> list[int]:
     found: list[int] = []
     pending = _children(root)

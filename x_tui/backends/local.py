@@ -225,7 +225,13 @@ class LocalBackend:
         table = extensions.retries.worker_table([task.name for task in spec.tasks])
         retries = write_retries_file(run_dir, table)
         interpreter = default_interpreter(run.project, self.settings.python)
-        command = worker_command(interpreter, run_dir=run_dir, project=run.project, retries=retries)
+        command = worker_command(
+            interpreter,
+            run_dir=run_dir,
+            project=run.project,
+            retries=retries,
+            watch=extensions.watch,
+        )
         marker = new_marker(run.run_id)
         try:
             # Kept before anything starts: every process of the run can be found from then on.

@@ -44,6 +44,10 @@ def _verb(name: str) -> Callable[[argparse.Namespace], int]:
         from x_tui.cli.check_verb import check
 
         return check
+    if name == "metrics":
+        from x_tui.cli.metrics_verb import metrics
+
+        return metrics
     if name == "teardown":
         from x_tui.cli.teardown_verb import teardown
 

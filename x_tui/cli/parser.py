@@ -115,6 +115,13 @@ def build_parser() -> Parser:
     status.add_argument("--sweep", metavar="SWEEP_ID", help="only the runs of this sweep")
     _json_option(status)
 
+    metrics = verb("metrics", "Print a run's device samples, metrics and progress.")
+    metrics.add_argument("run_id", metavar="RUN_ID")
+    metrics.add_argument(
+        "--follow", action="store_true", help="print again as samples come, until the run ends"
+    )
+    _json_option(metrics)
+
     logs = verb("logs", "Print a run's log lines.")
     logs.add_argument("run_id", metavar="RUN_ID")
     how = logs.add_mutually_exclusive_group()

@@ -27,6 +27,7 @@ stops the extraction with one note in the combined log; the task goes on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -77,14 +78,14 @@ def _clock_seconds(hours: str | None, minutes: str, seconds: str) -> int:
 
 
 def parse_progress(text: str) -> dict[str, float | None] | None:
-    """A tqdm-style bar's progress: ``n``, ``total``, ``percent``, ``rate`` (per s), ``eta_seconds``.
+    """A tqdm-style bar's progress: ``n``, ``total``, ``percent``, ``rate``, ``eta_seconds``.
 
     Returns:
         The figures of the last bar on the line; ``None`` when it holds none.
     """
     found = None
-    for found in _BAR.finditer(text):
-        pass
+    for match in _BAR.finditer(text):
+        found = match
     if found is None:
         return None
     n, total = int(found.group(1)), int(found.group(2))
@@ -131,9 +132,7 @@ def parse_json_metrics(text: str) -> tuple[float | None, dict[str, float]] | Non
     values = {
         key: number
         for key, value in data.items()
-        if key not in STEP_KEYS
-        and _NAME.match(key)
-        and (number := _finite(value)) is not None
+        if key not in STEP_KEYS and _NAME.match(key) and (number := _finite(value)) is not None
     }
     return (step, values) if values else None
 
@@ -167,7 +166,9 @@ def compile_patterns(patterns: Sequence[str]) -> list[re.Pattern[str]]:
         try:
             regex = re.compile(pattern)
         except re.error as error:
-            raise ValueError(f"metric pattern {pattern!r} is not a regular expression: {error}")
+            raise ValueError(
+                f"metric pattern {pattern!r} is not a regular expression: {error}"
+            ) from None
         if not regex.groupindex:
             raise ValueError(f"metric pattern {pattern!r} has no named group, (?P<name>...)")
         compiled.append(regex)
@@ -218,11 +219,11 @@ class MetricsExtractor:
             for piece in pieces:
                 if piece.kind is PieceKind.CLOSE or not piece.text:
                     continue
-                for raw in piece.text.split(b"\n") if piece.kind is PieceKind.LINE else [
-                    piece.text
-                ]:
+                for raw in (
+                    piece.text.split(b"\n") if piece.kind is PieceKind.LINE else [piece.text]
+                ):
                     self._line(task, raw[:_MAX_TEXT])
-        except Exception as error:  # noqa: BLE001 - extraction must never break the run
+        except Exception as error:
             self._failed = True
             if self._note is not None:
                 self._note(f"x-tui worker: metrics stopped ({type(error).__name__}: {error})")
@@ -230,10 +231,8 @@ class MetricsExtractor:
     def close(self) -> None:
         """Write the latest progress held back by the one-a-second rule."""
         if self._progress is not None and not self._failed:
-            try:
+            with contextlib.suppress(OSError):
                 self._append(self._progress)
-            except OSError:
-                pass
             self._progress = None
 
     def _line(self, task: str, raw: bytes) -> None:

@@ -13,8 +13,8 @@ The file is JSON lines (``docs/telemetry.md`` describes them):
   "memory_limit_mib": M}``;
 - the devices once ``nvidia-smi`` named them, ``{"devices": [[index, name], ...]}``;
 - one line per sample, ``{"t": T, "gpus": [[index, util %, memory used MiB, memory total MiB,
-  power W, temperature C], ...], "cpu": %, "rss_mib": MiB, "procs": N}`` (a figure the tool
-  did not give is ``null``).
+  power W, temperature C], ...], "cpu": %, "rss_mib": MiB, "procs": N, "last_output": T}``
+  (a figure the tool did not give is ``null``; ``last_output`` is when a task last wrote).
 
 It stays small however long the run: samples are appended, and once an hour's worth has been
 appended the file is rewritten (a new file renamed over it, so a reader never sees half of it):
@@ -27,6 +27,7 @@ Standard library only, for Python 3.10 and later: it ships inside the worker zip
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -48,9 +49,7 @@ DEFAULT_STALL_SECONDS = 600.0
 """How long a silent log with idle GPUs takes to be flagged, unless the job sets it."""
 FULL_WINDOW_SECONDS = 3600.0
 """The most recent samples kept at full resolution."""
-NVIDIA_QUERY = (
-    "index,name,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu"
-)
+NVIDIA_QUERY = "index,name,utilization.gpu,memory.used,memory.total,power.draw,temperature.gpu"
 """The fields asked of ``nvidia-smi``, in the order of a sample's GPU row (after the name)."""
 
 _PROC = Path("/proc")
@@ -66,7 +65,7 @@ def _number(text: str) -> float | int | None:
         value = float(text.strip())
     except ValueError:
         return None
-    if value != value or abs(value) >= 1e12:
+    if math.isnan(value) or abs(value) >= 1e12:
         return None
     return int(value) if value.is_integer() else value
 
@@ -103,8 +102,13 @@ class _GpuReader:
             return
         try:
             self._process = subprocess.Popen(
-                [tool, f"--query-gpu={NVIDIA_QUERY}", "--format=csv,noheader,nounits",
-                 "-l", str(max(1, round(seconds)))],
+                [
+                    tool,
+                    f"--query-gpu={NVIDIA_QUERY}",
+                    "--format=csv,noheader,nounits",
+                    "-l",
+                    str(max(1, round(seconds))),
+                ],
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.DEVNULL,
@@ -265,6 +269,17 @@ class WatchSettings:
     patterns: tuple[str, ...] = ()
     """The job's own metric patterns (``log_metrics``)."""
 
+    def worker_arguments(self) -> list[str]:
+        """The worker's command-line arguments for the settings that are not its defaults."""
+        arguments: list[str] = []
+        if self.seconds != DEFAULT_SECONDS:
+            arguments += ["--telemetry-seconds", f"{self.seconds:g}"]
+        if self.stall_seconds != DEFAULT_STALL_SECONDS:
+            arguments += ["--stall-seconds", f"{self.stall_seconds:g}"]
+        for pattern in self.patterns:
+            arguments += ["--metric-pattern", pattern]
+        return arguments
+
 
 class TelemetrySampler:
     """A thread that samples the run's devices and processes until stopped (module docs)."""
@@ -290,6 +305,8 @@ class TelemetrySampler:
         self._path = Path(outputs) / TELEMETRY_NAME
         self._seconds = max(0.2, float(seconds))
         self._stall = float(stall_seconds)
+        self.last_output: float | None = None
+        """When a task last wrote a byte (the wall clock); the worker sets it."""
         self.failure: str | None = None
         """Why sampling stopped early, for one note in the combined log; ``None`` if it did not."""
         self._clock = clock
@@ -312,7 +329,7 @@ class TelemetrySampler:
     def _run(self) -> None:
         try:
             self._sample_until_stopped()
-        except Exception as error:  # noqa: BLE001 - sampling must never break the run
+        except Exception as error:
             self.failure = f"x-tui worker: telemetry stopped ({type(error).__name__}: {error})"
         finally:
             if self._gpus is not None:
@@ -351,5 +368,6 @@ class TelemetrySampler:
                 "cpu": round(cpu, 1),
                 "rss_mib": round(rss / 1048576, 1),
                 "procs": count,
+                "last_output": self.last_output,
             }
             file.add(now, sample)

@@ -15,8 +15,9 @@ it, through ``run_processes``), ``environment`` (a task's variables and command)
 (retries and ``attempts.json``), ``line_assembly`` (each stream's bytes cut into whole lines),
 ``echo`` (the ``[<task>] `` copy of every line), ``log_times`` (when each line was received,
 in a side file), ``telemetry`` (device and process samples in ``telemetry.jsonl``) and
-``log_metrics`` (metrics and progress found in the tasks' output, in ``metrics.jsonl``). The zipapp's entry point makes the worker the child subreaper of all it starts
-before :func:`main` runs.
+``log_metrics`` (metrics and progress found in the tasks' output, in ``metrics.jsonl``). The
+zipapp's entry point makes the worker the child subreaper of all it starts before :func:`main`
+runs.
 """
 
 from __future__ import annotations
@@ -122,6 +123,7 @@ class _Job:
     cancel: Cancellation | None
     watch: WatchSettings | None = None
     metrics: MetricsExtractor | None = None
+    sampler: TelemetrySampler | None = None
 
 
 def _run_attempt(job: _Job, task: Task, argv: tuple[str, ...], budget: float) -> Attempt:
@@ -149,7 +151,7 @@ def _run_attempt(job: _Job, task: Task, argv: tuple[str, ...], budget: float) ->
             _write_all(err_log, (message + "\n").encode())
             job.log.note_on(1, task.name, message)
             return Attempt(TaskStatus.FAILED, None, time.perf_counter() - started)
-        copy = _StreamCopy(job.log, task.name, (out_log, err_log), job.metrics)
+        copy = _StreamCopy(job.log, task.name, (out_log, err_log), job.metrics, job.sampler)
         try:
             result = Child(
                 process, limit=budget, sinks=copy.sinks, cancel=job.cancel, tick=copy.tick
@@ -175,9 +177,11 @@ class _StreamCopy:
         task: str,
         files: tuple[IO[bytes], IO[bytes]],
         metrics: MetricsExtractor | None = None,
+        sampler: TelemetrySampler | None = None,
     ) -> None:
         self._log = log
         self._metrics = metrics
+        self._sampler = sampler
         self._task = task
         self._files = files
         self._assemblers = (LineAssembler(), LineAssembler())
@@ -188,6 +192,8 @@ class _StreamCopy:
             _write_all(self._files[stream], chunk)
             pieces = self._assemblers[stream].feed(chunk, time.monotonic())
             self._log.write(self._task, stream, pieces, time.time())
+            if self._sampler is not None:
+                self._sampler.last_output = time.time()
             if self._metrics is not None and pieces:
                 self._metrics.observe(self._task, pieces)
 
@@ -358,6 +364,11 @@ def run_job(
     times = _open_times(log_times) if echo and log_times is not None else None
     log = CombinedLog(sys.stdout if echo else None, sys.stderr if echo else None, times=times)
     metrics = _open_metrics(outputs, watch, log) if watch is not None else None
+    sampler = None
+    if watch is not None and watch.seconds > 0:
+        sampler = TelemetrySampler(
+            outputs, seconds=watch.seconds, stall_seconds=watch.stall_seconds
+        )
     try:
         job = _Job(
             spec=spec,
@@ -370,6 +381,7 @@ def run_job(
             cancel=cancel,
             watch=watch,
             metrics=metrics,
+            sampler=sampler,
         )
         return _run_tasks(job)
     finally:
@@ -404,11 +416,8 @@ def _run_tasks(job: _Job) -> JobManifest:
     outcomes: list[TaskOutcome] = []
     manifest = JobManifest(job=spec.name, devices=devices)
     write_manifest(job.outputs, manifest)  # the run screen shows the devices from now on
-    sampler = None
-    if job.watch is not None and job.watch.seconds > 0:
-        sampler = TelemetrySampler(
-            job.outputs, seconds=job.watch.seconds, stall_seconds=job.watch.stall_seconds
-        )
+    sampler = job.sampler
+    if sampler is not None:
         sampler.start()
     try:
         return _run_each(job, devices, attempts, outcomes, sampler)

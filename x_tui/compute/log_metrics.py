@@ -305,7 +305,7 @@ class MetricsExtractor:
         lines = [json.dumps({"x_tui_metrics": FORMAT_VERSION})]
         for name, series in self._series.items():
             while len(series) > MAX_POINTS:
-                series[:] = series[::2] if len(series) % 2 else series[1::2]
+                series[:] = [*series[:-1:2], series[-1]]  # the first and the latest stay
             lines.extend(
                 json.dumps({"step": step, "values": {name: value}}, separators=(",", ":"))
                 for step, value in series

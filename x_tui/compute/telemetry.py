@@ -243,7 +243,7 @@ class TelemetryFile:
         self._recent = [item for item in self._recent if item[0] >= cut]
         self._old.extend(aged)
         while len(self._old) > self._per_window:
-            self._old = self._old[1::2]
+            self._old = self._old[::2]  # the run's first sample stays
         self._appended = 0
         self._rewrite()
 

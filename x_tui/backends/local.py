@@ -217,7 +217,7 @@ class LocalBackend:
             ConfigError: If the interpreter cannot be started (the message names it), or the job
                 asks for provider secrets (``secrets.platform``), which this machine has not.
         """
-        extensions = extensions or JobExtensions()
+        extensions = extensions if extensions is not None else JobExtensions()
         refuse_platform_secrets(extensions)
         run = new_run(spec, project, settings=self.settings.table())
         run_dir = stage_run(self.runs, run)

@@ -1,5 +1,6 @@
-"""The run screen's header: the run's state as a badge and its id; job, backend, submission time,
-age and duration; the provider's details; and a notice line (a status or log-stream failure).
+"""The run screen's header: the run's state as a badge and its id (then its progress, GPU use, cost
+so far and flags); job, backend, submission time, age and duration; the provider's details; and a
+notice line (a status or log-stream failure).
 
 Every string from the run goes through ``safe_text``.
 """
@@ -31,6 +32,26 @@ def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def watch_text(
+    *,
+    progress: str | None,
+    gpu_percent: float | None,
+    cost_usd: float | None,
+    flags: tuple[str, ...],
+) -> Text:
+    """``45% ETA 5m · GPUs 97% · $1.20 so far · ⚠ silent 14 min, GPUs 0%``, what is known of it."""
+    parts: list[Text] = []
+    if progress is not None:
+        parts.append(Text(progress, style="bold"))
+    if gpu_percent is not None:
+        parts.append(Text(f"GPUs {gpu_percent:.0f}%"))
+    if cost_usd is not None:
+        parts.append(Text(f"${cost_usd:,.2f} so far"))
+    if flags:
+        parts.append(safe_text("⚠ " + "; ".join(flags), "bold black on dark_orange"))
+    return Text(" · ").join(parts)
+
+
 def header_renderable(
     handle: RunHandle,
     state: RunState | None,
@@ -39,6 +60,7 @@ def header_renderable(
     ended_at: dt.datetime | None,
     notice: Text | None = None,
     settings_note: str | None = None,
+    watch: Text | None = None,
 ) -> Group:
     """The run's header: state and id; job, backend, submission time, age, duration; details.
 
@@ -50,6 +72,7 @@ def header_renderable(
         notice: A line to add below (a status or log-stream failure).
         settings_note: Where the run's backend settings come from, when that is worth saying
             (a substrax 0.1.x handle: from the project), shown after the details.
+        watch: The run's progress, GPU use, cost so far and flags, after its id.
 
     Returns:
         The header's lines, each cut to the width rather than wrapped.
@@ -58,6 +81,9 @@ def header_renderable(
     first = Text(label, style=STATE_STYLES.get(state, ""))
     first.append(" ")
     first.append_text(safe_text(handle.run_id, "bold"))
+    if watch is not None and watch.plain:
+        first.append(" · ")
+        first.append_text(watch)
     submitted = handle.submitted_at.astimezone(dt.UTC)
     second = Text("job ")
     second.append_text(safe_text(handle.job, "bold"))

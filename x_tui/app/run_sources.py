@@ -29,11 +29,14 @@ from x_tui.app.service import Service
 from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME, RunFiles
 from x_tui.compute.errors import UserError
+from x_tui.compute.log_metrics import METRICS_NAME
 from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
 from x_tui.compute.outputs import output_file, read_output
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import JobSpec, check_name, read_job_spec
 from x_tui.compute.store import RunHandle, backend_state_dir
+from x_tui.compute.telemetry import TELEMETRY_NAME
+from x_tui.compute.telemetry_read import RunMetrics, Telemetry, read_metrics, read_telemetry
 from x_tui.compute.worker import ATTEMPTS_DIR, ATTEMPTS_NAME
 
 STREAMS = ("stdout", "stderr")
@@ -83,6 +86,8 @@ class RunSnapshot:
         in_progress: The tasks with a directory but no outcome yet, by name (read only where
             the outputs are on this machine).
         last_log_line: The combined log's last line (untrusted), where it is on this machine.
+        telemetry: The worker's device and process samples (``telemetry.jsonl``), if any.
+        metrics: The metrics and progress the worker found in the logs (``metrics.jsonl``).
     """
 
     manifest: JobManifest | None = None
@@ -94,6 +99,8 @@ class RunSnapshot:
     reachable: bool = True
     in_progress: Mapping[str, TaskProgress] = field(default_factory=dict)
     last_log_line: str | None = None
+    telemetry: Telemetry | None = None
+    metrics: RunMetrics = field(default_factory=RunMetrics)
 
 
 def fetched_copy(handle: RunHandle) -> Path | None:
@@ -196,6 +203,11 @@ class RunReader:
                 attempts = read_attempts(raw_attempts)
             except RecordError as error:
                 attempts_problem = str(error)
+        try:
+            telemetry = read_telemetry(self.read(TELEMETRY_NAME))
+            metrics = read_metrics(self.read(METRICS_NAME))
+        except Exception:  # as above: the side files are extras, never a failure of the run
+            telemetry, metrics = None, RunMetrics()
         outputs = self.outputs_dir()
         kept = kept_attempts(outputs) if outputs is not None else None
         attempts = earlier_attempts(attempts, manifest, kept)
@@ -211,6 +223,8 @@ class RunReader:
             attempts_problem=attempts_problem,
             source=source,
             reachable=reachable,
+            telemetry=telemetry,
+            metrics=metrics,
         )
 
     def _can_peek(self) -> bool:

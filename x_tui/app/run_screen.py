@@ -362,9 +362,14 @@ class RunScreen(RunActions, Screen[None]):
             hourly = hourly_price(self.handle.backend, self.spec.resources)
             cost = cost_so_far(now - self.handle.submitted_at.timestamp(), hourly)
         flags = flags_of(telemetry, now=now) if running else ()
+        shown = None
+        if progress is not None:  # a finished run's ETA means nothing any more
+            shown = progress.text() if running else f"{progress.percent:.0f}%"
         return watch_text(
-            progress=progress.text() if progress is not None else None,
-            gpu_percent=telemetry.mean_utilization() if telemetry is not None else None,
+            progress=shown,
+            gpu_percent=(
+                telemetry.mean_utilization() if telemetry is not None and running else None
+            ),
             cost_usd=cost,
             flags=tuple(flag.reason for flag in flags),
         )

@@ -163,3 +163,25 @@ async def test_a_silent_run_with_idle_gpus_is_flagged_in_the_header(
         await pilot.press("c")
         await pilot.press("y")
         await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the cancel")
+
+
+@asynchronous
+async def test_the_runs_table_shows_a_running_runs_progress_and_gpu_use(gpu_project: Path) -> None:
+    run_id = _submit(gpu_project, "train")
+    app = make_app(gpu_project)
+    try:
+        async with app.run_test(size=(160, 40)) as pilot:
+            table = app.main_screen.runs
+            await wait_until(pilot, lambda: "progress" in table.columns, "the progress column")
+            await wait_until(
+                pilot,
+                lambda: "ETA" in table.get_cell(run_id, "progress").plain,
+                "the run's progress and ETA",
+            )
+            assert "gpu" in table.columns
+            assert table.get_cell(run_id, "gpu").plain.endswith("%")
+            assert table.get_cell(run_id, "cost").plain == "—"  # the local backend bills nothing
+            text = screen_text(app)
+            assert "Progress" in text and "ETA" in text
+    finally:
+        (gpu_project / "stop").write_text("")

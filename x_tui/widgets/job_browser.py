@@ -112,8 +112,9 @@ class JobBrowser(Vertical):
         self._empty_reason = empty_reason
         options = self.option_list
         options.clear_options()
-        options.add_options([Option(self._prompt(name), id=f"job-{i}") for i, name in
-                             enumerate(self._names)])
+        options.add_options(
+            [Option(self._prompt(name), id=f"job-{i}") for i, name in enumerate(self._names)]
+        )
         if self._names:
             index = self._names.index(previous) if previous in self._names else 0
             options.highlighted = index
@@ -181,8 +182,12 @@ def _problem_text(name: str, problem: UserError) -> Text:
 def _spec_text(spec: JobSpec, backend: str | None) -> Text:
     lines: list[Text] = [
         safe_text(spec.name, "bold"),
-        Text.assemble(("backend   ", "dim"), safe_text(backend) if backend else
-                      Text("none configured: choose one when submitting", style="yellow")),
+        Text.assemble(
+            ("backend   ", "dim"),
+            safe_text(backend)
+            if backend
+            else Text("none configured: choose one when submitting", style="yellow"),
+        ),
         Text.assemble(("timeout   ", "dim"), format_seconds(spec.timeout_seconds)),
         Text.assemble(("needs     ", "dim"), resources_text(spec.resources)),
         Text(f"tasks ({len(spec.tasks)})", style="dim"),

@@ -108,8 +108,10 @@ async def test_the_devices_tab_shows_eight_sparklines_that_change_and_metrics_pl
             assert len(first) == 24  # utilisation, memory and power for each of 8 GPUs
             await wait_until(
                 pilot,
-                lambda: _sparklines(screen)["memory-7"] != first["memory-7"]
-                and _sparklines(screen)["util-0"] != first["util-0"],
+                lambda: (
+                    _sparklines(screen)["memory-7"] != first["memory-7"]
+                    and _sparklines(screen)["util-0"] != first["util-0"]
+                ),
                 "the sparklines to change",
             )
             text = screen_text(app)
@@ -182,6 +184,7 @@ async def test_the_runs_table_shows_a_running_runs_progress_and_gpu_use(gpu_proj
             assert table.get_cell(run_id, "gpu").plain.endswith("%")
             assert table.get_cell(run_id, "cost").plain == "—"  # the local backend bills nothing
             text = screen_text(app)
-            assert "Progress" in text and "ETA" in text
+            assert "Progress" in text
+            assert "ETA" in text
     finally:
         (gpu_project / "stop").write_text("")

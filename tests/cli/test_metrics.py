@@ -76,7 +76,8 @@ def test_metrics_json_reports_devices_series_and_progress_of_a_run(cli: Cli) -> 
     # The same values as the telemetry file's latest sample.
     outputs = cli.state / "compute" / "local" / run_id / "outputs"
     telemetry = read_telemetry((outputs / TELEMETRY_NAME).read_bytes())
-    assert telemetry is not None and telemetry.latest is not None
+    assert telemetry is not None
+    assert telemetry.latest is not None
     for device in document["devices"]:
         row = telemetry.latest.gpus[device["index"]]
         assert device["name"] == "NVIDIA H100 80GB HBM3"
@@ -117,7 +118,8 @@ def test_a_silent_run_with_idle_gpus_is_flagged_in_status(cli: Cli) -> None:
         deadline = time.monotonic() + 60
         while time.monotonic() < deadline and not flags:
             flags = json.loads(cli("status", run_id, "--json").stdout)["flags"]
-        assert flags and flags[0]["kind"] == "silent", flags
+        assert flags, "no flag within a minute"
+        assert flags[0]["kind"] == "silent", flags
         assert flags[0]["reason"].endswith(", GPUs 0%")
         line = cli("status", run_id).stdout
         assert "FLAGGED: silent " in line

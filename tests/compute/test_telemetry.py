@@ -70,8 +70,19 @@ def run_worker(
     outputs = tmp_path / "outputs"
     env = {**os.environ, "PATH": path, "FAKE_GPUS_SLEEP": "0.1"}
     done = subprocess.run(
-        [sys.executable, str(worker), "--spec", str(tmp_path / "spec.json"), "--project",
-         str(tmp_path), "--outputs", str(outputs), "--telemetry-seconds", "0.3", *extra],
+        [
+            sys.executable,
+            str(worker),
+            "--spec",
+            str(tmp_path / "spec.json"),
+            "--project",
+            str(tmp_path),
+            "--outputs",
+            str(outputs),
+            "--telemetry-seconds",
+            "0.3",
+            *extra,
+        ],
         env=env,
         capture_output=True,
         text=True,
@@ -105,7 +116,8 @@ def test_without_nvidia_smi_there_are_cpu_and_memory_samples_and_no_error(tmp_pa
 
     assert done.returncode == 0, done.stderr
     telemetry = read_telemetry((outputs / TELEMETRY_NAME).read_bytes())
-    assert telemetry is not None and telemetry.samples
+    assert telemetry is not None
+    assert telemetry.samples
     assert telemetry.names == {}
     assert all(sample.gpus == {} for sample in telemetry.samples)
     assert any((sample.rss_mib or 0) > 1 for sample in telemetry.samples)
@@ -256,7 +268,8 @@ def test_damaged_side_files_read_as_what_can_be_read() -> None:
     )
     telemetry = read_telemetry(data)
     assert telemetry is not None
-    assert telemetry.interval is None and telemetry.started == 5
+    assert telemetry.interval is None
+    assert telemetry.started == 5
     assert telemetry.names == {0: "A"}
     assert [sample.t for sample in telemetry.samples] == [10, 11]
     assert telemetry.samples[0].cpu is None
@@ -316,7 +329,8 @@ def test_memory_growing_toward_the_limit_is_flagged() -> None:
 def test_cost_so_far_is_elapsed_times_the_hourly_list_price() -> None:
     resources = Resources(accelerator=Accelerator(kind="H100", count=2))
     hourly = hourly_price("modal", resources)
-    assert hourly is not None and hourly > 1
+    assert hourly is not None
+    assert hourly > 1
     assert cost_so_far(1800, hourly) == round(hourly / 2, 4)
     assert hourly_price("local", resources) is None
     assert cost_so_far(1800, None) is None
@@ -328,7 +342,8 @@ def test_the_metrics_document_holds_the_latest_values_and_recent_series() -> Non
     document = metrics_document(telemetry, found)
     assert json.loads(json.dumps(document)) == document
     devices = document["devices"]
-    assert isinstance(devices, list) and len(devices) == 2
+    assert isinstance(devices, list)
+    assert len(devices) == 2
     assert devices[0] == {
         "index": 0,
         "name": None,

@@ -1,9 +1,9 @@
 """``x-tui``: the terminal UI with no command, headless verbs for scripts and CI.
 
 ``x-tui`` opens the TUI on the project around the current directory and ``x-tui demo`` on a
-bundled demo project; ``jobs``, ``check``, ``plan``, ``run``, ``status``, ``logs``, ``fetch``,
-``cancel``, ``teardown`` and ``backends`` run headless and never import Textual or Rich (a test
-checks ``sys.modules``). Exit status: 0 on success; 1 for a run that did not succeed, a
+bundled demo project; ``jobs``, ``check``, ``plan``, ``run``, ``status``, ``logs``, ``metrics``,
+``fetch``, ``cancel``, ``teardown`` and ``backends`` run headless and never import Textual or
+Rich (a test checks ``sys.modules``). Exit status: 0 on success; 1 for a run that did not succeed, a
 ``status`` that met an unreadable record, a ``check`` that found jobs substrax could not run, or
 a step of a ``cancel`` or ``teardown`` that failed; 2 for a refused command, with one line on
 stderr and no traceback; 130 when the user stops following a run, which goes on running.

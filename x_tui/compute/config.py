@@ -365,8 +365,7 @@ def _watch(where: str, table: dict[str, Any]) -> WatchSettings:
         patterns = table["metric_patterns"]
         if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
             raise ConfigError(
-                f"{where} metric_patterns: expected a list of regular expressions, got"
-                f" {patterns!r}"
+                f"{where} metric_patterns: expected a list of regular expressions, got {patterns!r}"
             )
         try:
             compile_patterns(patterns)

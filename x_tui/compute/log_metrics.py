@@ -55,7 +55,7 @@ PROGRESS_SECONDS = 1.0
 
 _MAX_TEXT = 8192
 _NAME = re.compile(r"[A-Za-z_][\w./-]{0,63}$")
-_STEP_HINT = re.compile(rb"(?i)step|epoch|iter")
+_STEP_WORDS = (b"step", b"epoch", b"iter")
 _PAIR = re.compile(
     r"(?<![\w./-])([A-Za-z_][\w./-]{0,63})\s*[=:]\s*"
     r"([-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?|nan|inf)(?![\w.])"
@@ -209,6 +209,7 @@ class MetricsExtractor:
         self._latest: dict[str, object] | None = None
         self._progress_at = -math.inf
         self._failed = False
+        self._pending: list[str] = []
         self._rewrite()
 
     def observe(self, task: str, pieces: Iterable[Piece]) -> None:
@@ -217,12 +218,15 @@ class MetricsExtractor:
             return
         try:
             for piece in pieces:
-                if piece.kind is PieceKind.CLOSE or not piece.text:
+                text = piece.text
+                if piece.kind is PieceKind.CLOSE or not text:
                     continue
-                for raw in (
-                    piece.text.split(b"\n") if piece.kind is PieceKind.LINE else [piece.text]
-                ):
+                if not self._patterns and not _worth_reading(text):
+                    continue  # most output: one scan of the whole piece, no line looked at
+                lines = text.split(b"\n") if piece.kind is PieceKind.LINE else [text]
+                for raw in lines:
                     self._line(task, raw[:_MAX_TEXT])
+            self._flush()
         except Exception as error:
             self._failed = True
             if self._note is not None:
@@ -230,10 +234,13 @@ class MetricsExtractor:
 
     def close(self) -> None:
         """Write the latest progress held back by the one-a-second rule."""
-        if self._progress is not None and not self._failed:
-            with contextlib.suppress(OSError):
+        if self._failed:
+            return
+        with contextlib.suppress(OSError):
+            if self._progress is not None:
                 self._append(self._progress)
-            self._progress = None
+                self._progress = None
+            self._flush()
 
     def _line(self, task: str, raw: bytes) -> None:
         text: str | None = None
@@ -260,7 +267,7 @@ class MetricsExtractor:
             if parsed is not None:
                 self._add(task, *parsed)
                 return
-        if _STEP_HINT.search(raw):
+        if any(word in raw.lower() for word in _STEP_WORDS):
             text = text if text is not None else raw.decode("utf-8", "replace")
             pairs = parse_pairs(text)
             if pairs is not None:
@@ -298,10 +305,19 @@ class MetricsExtractor:
         if self._lines >= self._limit:
             self._rewrite()
             return
+        self._pending.append(json.dumps(record, separators=(",", ":")))
+
+    def _flush(self) -> None:
+        """Append the lines found in the pieces read last, with one write."""
+        if not self._pending:
+            return
+        text = "\n".join(self._pending) + "\n"
+        self._pending.clear()
         with open(self._path, "a", encoding="utf-8") as file:
-            file.write(json.dumps(record, separators=(",", ":")) + "\n")
+            file.write(text)
 
     def _rewrite(self) -> None:
+        self._pending.clear()  # every point is in the series the file is rewritten from
         lines = [json.dumps({"x_tui_metrics": FORMAT_VERSION})]
         for name, series in self._series.items():
             while len(series) > MAX_POINTS:
@@ -318,6 +334,14 @@ class MetricsExtractor:
         temporary = self._path.with_name(self._path.name + ".tmp")
         temporary.write_text("\n".join(lines) + "\n", encoding="utf-8")
         os.replace(temporary, self._path)
+
+
+def _worth_reading(text: bytes) -> bool:
+    """Whether a piece may hold metrics or a bar: a step-like word, a ``{``, or ``/`` and ``[``."""
+    if b"{" in text or (b"/" in text and b"[" in text):
+        return True
+    lowered = text.lower()
+    return any(word in lowered for word in _STEP_WORDS)
 
 
 def _to_float(text: str) -> float | None:

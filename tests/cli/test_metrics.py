@@ -101,6 +101,11 @@ def test_metrics_json_reports_devices_series_and_progress_of_a_run(cli: Cli) -> 
     assert status["cost_so_far"] is None  # the local backend bills nothing
     assert status["flags"] == []
 
+    # --follow on a run that has ended: one compact object, then it stops.
+    followed = cli("metrics", run_id, "--follow", "--json")
+    assert followed.returncode == 0, followed.stderr
+    assert [json.loads(line) for line in followed.stdout.splitlines()] == [document]
+
     text = cli("metrics", run_id).stdout.splitlines()
     assert "progress  100%" in text[0]
     assert sum(line.startswith("gpu ") for line in text) == 8

@@ -12,6 +12,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -109,6 +110,39 @@ def test_the_worker_samples_eight_fake_gpus_whose_values_change(tmp_path: Path) 
     # The task's own process is sampled; nvidia-smi is not counted among the run's processes.
     assert any(sample.procs == 1 and (sample.rss_mib or 0) > 1 for sample in telemetry.samples)
     assert all(sample.last_output is not None for sample in telemetry.samples)
+
+
+def test_gpu_samples_go_on_through_every_task(tmp_path: Path) -> None:
+    """The worker ends what each task left running, but never its own nvidia-smi."""
+    spec = JobSpec(
+        name="job",
+        tasks=tuple(
+            Task(
+                name=name, argv=("python", "-c", "import time; time.sleep(1.5)"), timeout_seconds=60
+            )
+            for name in ("first", "second")
+        ),
+        timeout_seconds=60,
+    )
+    (tmp_path / "spec.json").write_text(dumps_compact(spec))
+    worker = write_worker_zipapp(tmp_path)
+    outputs = tmp_path / "outputs"
+    env = {**os.environ, "PATH": f"{FAKE_GPUS}:{os.environ['PATH']}", "FAKE_GPUS_SLEEP": "0.1"}
+    started = time.time()
+    done = subprocess.run(
+        [sys.executable, str(worker), "--spec", str(tmp_path / "spec.json"), "--project",
+         str(tmp_path), "--outputs", str(outputs), "--telemetry-seconds", "0.3"],
+        env=env, capture_output=True, text=True, timeout=90, check=False,
+    )  # fmt: skip
+
+    assert done.returncode == 0, done.stderr
+    telemetry = read_telemetry((outputs / TELEMETRY_NAME).read_bytes())
+    assert telemetry is not None
+    # The fake's memory figure grows each loop: the last samples, in the second task, are fresh.
+    last = telemetry.samples[-3:]
+    assert all(sorted(sample.gpus) == list(range(8)) for sample in last)
+    assert len({sample.gpus[0][1] for sample in last}) == 3
+    assert last[-1].t - started > 2.5
 
 
 def test_without_nvidia_smi_there_are_cpu_and_memory_samples_and_no_error(tmp_path: Path) -> None:

@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute.run_processes import descendants
+from x_tui.compute.run_processes import descendants, spare
 
 TELEMETRY_NAME = "telemetry.jsonl"
 """The samples' file, in the run's outputs beside ``manifest.json``."""
@@ -116,6 +116,7 @@ class _GpuReader:
         except (OSError, ValueError, subprocess.SubprocessError):
             self._process = None
             return
+        spare(self._process.pid)  # the worker ends what a task left, never this
         threading.Thread(target=self._read, name="x-tui-gpu-reader", daemon=True).start()
 
     @property
@@ -156,6 +157,7 @@ class _GpuReader:
             process.wait(timeout=2)
         except (OSError, subprocess.SubprocessError):
             pass
+        spare(process.pid, spared=False)
         if process.stdout is not None:
             process.stdout.close()
 

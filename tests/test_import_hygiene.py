@@ -103,8 +103,10 @@ VERBS = {
     "fetch": ["fetch", "{run_id}", "--into", "{tmp}"],
     "cancel": ["cancel", "{run_id}"],
     "teardown (refused for a local run)": ["teardown", "{run_id}"],
+    "delete (refused without a terminal)": ["delete", "{run_id}"],
     "backends --accelerators": ["backends", "--accelerators"],
     "a refused command": ["run", "nosuch"],
+    "watch --status (none runs)": ["watch", "--status"],
 }
 
 
@@ -116,8 +118,18 @@ def test_a_headless_verb_imports_neither_textual_nor_rich(
 
     code, modules = _modules_after(project, argv)
 
-    assert code == (2 if verb.startswith(("a refused command", "teardown")) else 0)
+    expected = 1 if verb.startswith("watch") else 0
+    assert code == (2 if verb.startswith(("a refused command", "teardown", "delete")) else expected)
     assert _loaded(modules, UI_MODULES) == []
+
+
+def test_the_watcher_and_its_notifications_import_neither_textual_nor_rich() -> None:
+    probe = (
+        "import sys, x_tui.app.watcher, x_tui.app.watch_daemon, x_tui.cli.watch_verb;"
+        "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
 
 
 def test_handle_verbs_do_not_read_the_configuration(

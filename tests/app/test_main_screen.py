@@ -117,7 +117,11 @@ async def test_a_broken_config_shows_the_problem_panel_and_the_runs_still_list(
     state_dir: Path, project: Path
 ) -> None:
     save_handle(
-        state_dir, run_id="older-20260919T120000Z-0a0b0c", job="older", submitted_at=EARLIER
+        state_dir,
+        run_id="older-20260919T120000Z-0a0b0c",
+        job="older",
+        submitted_at=EARLIER,
+        project=str(project),
     )
     (project / "pyproject.toml").write_text(
         pyproject_text(QUICK_JOB).replace('backend = "local"', 'backend = "local"\nbakend = 1'),
@@ -229,6 +233,7 @@ commands = { a = ["true"] }
     app = make_app(root)
     async with app.run_test(size=(160, 40)) as pilot:
         table = app.main_screen.runs
+        table.action_toggle_project()  # the run claims another project: show every project's
         await wait_until(pilot, lambda: table.row_count == 1, "the odd run")
         await wait_until(
             pilot,

@@ -17,8 +17,9 @@ from textual.message import Message
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.service import Service, call_with_deadline
-from x_tui.compute.backend import RunState
+from x_tui.compute.backend import Capability, RunState
 from x_tui.compute.errors import ProviderError
+from x_tui.compute.store import RunHandle
 
 from .conftest import DEADLINE, QUICK_JOB, pyproject_text, save_handle
 
@@ -204,3 +205,95 @@ def test_a_backend_error_within_the_deadline_is_raised_as_it_was() -> None:
 
     with pytest.raises(ProviderError, match="no such app"):
         call_with_deadline(refuse, seconds=DEADLINE, backend="modal", what="status")
+
+
+class CountingBackend:
+    """A backend that counts how it is asked; with ``batch``, it declares ``statuses``."""
+
+    name = "counting"
+
+    def __init__(self, *, batch: bool) -> None:
+        self.capabilities = frozenset({Capability.STATUSES}) if batch else frozenset()
+        self.batches: list[frozenset[str]] = []
+        self.singles: list[str] = []
+        self.ended = threading.Event()
+        self._lock = threading.Lock()
+
+    def _state(self) -> RunState:
+        return RunState.SUCCEEDED if self.ended.is_set() else RunState.RUNNING
+
+    def status(self, handle: RunHandle) -> RunState:
+        with self._lock:
+            self.singles.append(handle.run_id)
+        return self._state()
+
+    def statuses(self, handles: list[RunHandle]) -> dict[str, RunState]:
+        with self._lock:
+            self.batches.append(frozenset(handle.run_id for handle in handles))
+        return {handle.run_id: self._state() for handle in handles}
+
+
+def _save_counting_runs(state_dir: Path, count: int) -> set[str]:
+    run_ids = set()
+    for index in range(count):
+        run_id = f"remote{index}-20260919T120000Z-{index:06x}"
+        save_handle(
+            state_dir,
+            run_id=run_id,
+            job=f"remote{index}",
+            backend="counting",
+            submitted_at=EARLIER + dt.timedelta(seconds=index),
+        )
+        run_ids.add(run_id)
+    return run_ids
+
+
+def _wait_until(condition: Callable[[], bool], what: str) -> None:
+    give_up = time.monotonic() + DEADLINE
+    while not condition():
+        if time.monotonic() > give_up:
+            raise AssertionError(f"never: {what}")
+        time.sleep(0.02)
+
+
+def test_the_monitor_asks_once_per_round_for_all_unfinished_runs_of_a_batching_backend(
+    state_dir: Path, inbox: Inbox
+) -> None:
+    run_ids = _save_counting_runs(state_dir, 20)
+    backend = CountingBackend(batch=True)
+    service = Service(build_backend=lambda handle: backend)
+    monitor = RunMonitor(service, inbox.post, first_interval=0.05, max_interval=0.1)
+    monitor.start()
+    try:
+        _wait_until(lambda: len(backend.batches) >= 3, "three poll rounds")
+        backend.ended.set()
+        _wait_until(
+            lambda: all(monitor.state_of(run_id) is RunState.SUCCEEDED for run_id in run_ids),
+            "every run's success",
+        )
+        rounds = len(backend.batches)
+        time.sleep(0.3)
+    finally:
+        monitor.stop()
+    assert backend.singles == []
+    assert backend.batches
+    assert all(batch == run_ids for batch in backend.batches)
+    assert len(backend.batches) == rounds  # finished runs are never asked for again
+
+
+def test_a_backend_that_cannot_batch_is_asked_once_per_run(state_dir: Path, inbox: Inbox) -> None:
+    run_ids = _save_counting_runs(state_dir, 3)
+    backend = CountingBackend(batch=False)
+    backend.ended.set()
+    service = Service(build_backend=lambda handle: backend)
+    monitor = RunMonitor(service, inbox.post, first_interval=0.05, max_interval=0.1)
+    monitor.start()
+    try:
+        _wait_until(
+            lambda: all(monitor.state_of(run_id) is RunState.SUCCEEDED for run_id in run_ids),
+            "every run's success",
+        )
+    finally:
+        monitor.stop()
+    assert backend.batches == []
+    assert sorted(backend.singles) == sorted(run_ids)

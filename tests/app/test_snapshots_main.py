@@ -1,4 +1,4 @@
-"""Pictures of the main screen at 80x24 (one pane at a time) and 120x40 (side by side).
+"""Pictures of the main screen at 80x24 and 60x20 (one pane at a time) and 120x40 (side by side).
 
 The data is fixed: run ids and submit times, a sweep of two runs, the final states an earlier
 session kept, a frozen clock for ages and durations, no status polling (the unfinished run shows
@@ -10,7 +10,8 @@ Regenerate after a deliberate change with ``uv run pytest tests/app/test_snapsho
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
+import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +33,23 @@ def _ago(**delta: float) -> dt.datetime:
     return NOW - dt.timedelta(**delta)
 
 
+FIXED_PROJECT = Path("/tmp/x-tui-main-snapshots/sample")
+"""The project's fixed place: its path is on screen (the line under the runs table)."""
+
+
 @pytest.fixture
-def still_app(state_dir: Path, project: Path) -> XTuiApp:
+def fixed_project(project: Path) -> Iterator[Path]:
+    """The ``project`` fixture's pyproject.toml, at :data:`FIXED_PROJECT`."""
+    shutil.rmtree(FIXED_PROJECT.parent, ignore_errors=True)
+    FIXED_PROJECT.mkdir(parents=True)
+    shutil.copy(project / "pyproject.toml", FIXED_PROJECT / "pyproject.toml")
+    yield FIXED_PROJECT
+    shutil.rmtree(FIXED_PROJECT.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def still_app(state_dir: Path, fixed_project: Path) -> XTuiApp:
+    project = fixed_project
     runs = [
         ("quick-20260919T115930Z-a1a1a1", "quick", _ago(seconds=30), None),
         ("quick-20260919T114500Z-b2b2b2", "quick", _ago(minutes=15), (RunState.SUCCEEDED, 42.0)),
@@ -47,7 +63,7 @@ def still_app(state_dir: Path, project: Path) -> XTuiApp:
     ]
     final: dict[str, tuple[RunState, float]] = {}
     for run_id, job, submitted, outcome in runs:
-        save_handle(state_dir, run_id=run_id, job=job, submitted_at=submitted)
+        save_handle(state_dir, run_id=run_id, job=job, submitted_at=submitted, project=str(project))
         if outcome is not None:
             final[run_id] = (outcome[0], submitted.timestamp() + outcome[1])
     sweep_runs = []
@@ -56,7 +72,9 @@ def still_app(state_dir: Path, project: Path) -> XTuiApp:
     ):
         run_id = f"quick-20260919T11300{index}Z-f{index}f{index}f{index}"
         submitted = _ago(minutes=30) + dt.timedelta(seconds=index)
-        save_handle(state_dir, run_id=run_id, job="quick", submitted_at=submitted)
+        save_handle(
+            state_dir, run_id=run_id, job="quick", submitted_at=submitted, project=str(project)
+        )
         final[run_id] = (outcome[0], submitted.timestamp() + outcome[1])
         sweep_runs.append(SweepRun(run_id=run_id, parameters={"LR": value}))
     SweepStore(state_dir / "x-tui" / "sweeps").save(
@@ -91,6 +109,26 @@ def _text(app: XTuiApp) -> str:
 
 def test_main_screen_at_80x24_shows_the_jobs(snap_compare: SnapCompare, still_app: XTuiApp) -> None:
     assert snap_compare(still_app, terminal_size=(80, 24), run_before=_settled)
+
+
+def test_main_screen_at_60x20_shows_the_jobs(snap_compare: SnapCompare, still_app: XTuiApp) -> None:
+    assert snap_compare(still_app, terminal_size=(60, 20), run_before=_settled)
+
+
+def test_main_screen_at_60x20_tab_shows_the_runs_with_their_state(
+    snap_compare: SnapCompare, still_app: XTuiApp
+) -> None:
+    async def runs_pane(pilot: Pilot[Any]) -> None:
+        await _settled(pilot)
+        await pilot.press("tab")
+        app = pilot.app
+        assert isinstance(app, XTuiApp)
+        await wait_until(pilot, lambda: "Open run" in _text(app), "the runs pane's keys")
+        header = _text(app).splitlines()[1].strip("│ ")
+        assert header.split()[:4] == ["Run", "State", "Age▼", "Took"]
+        assert "✗ failed" in _text(app)
+
+    assert snap_compare(still_app, terminal_size=(60, 20), run_before=runs_pane)
 
 
 def test_main_screen_at_80x24_tab_shows_the_runs(

@@ -1,4 +1,4 @@
-"""SVG snapshots of the run, submit and help screens at 80x24 and 120x40.
+"""SVG snapshots of the run, submit and help screens at 80x24, 60x20 and 120x40.
 
 Deterministic by construction: the run is written as files at a fixed place with fixed ids and
 times, the screens are given a fixed clock, the monitor does not poll, and what the local
@@ -31,7 +31,7 @@ from .screens_support import NOW, finished_run
 BASE = Path("/tmp/x-tui-screen-snapshots")
 """A fixed place for the snapshot's files, because their paths are on screen."""
 
-SIZES = [(80, 24), (120, 40)]
+SIZES = [(80, 24), (60, 20), (120, 40)]
 
 WORKER_LOG = """\
 [prepare] downloading shards 1-4

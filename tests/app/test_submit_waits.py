@@ -105,9 +105,12 @@ async def test_leaving_the_submit_screen_while_the_image_builds_still_keeps_the_
         await wait_until(pilot, lambda: isinstance(app.screen, MainScreen), "the main screen")
         assert RunStore().read_all().handles == ()
         table = app.main_screen.runs
+        # The run is a row from the start (submitting, from its launch record), then its handle.
         await wait_until(pilot, lambda: table.row_count == 1, "the run in the runs table")
+        await wait_until(pilot, lambda: len(RunStore().read_all().handles) == 1, "its handle")
         [handle] = RunStore().read_all().handles
         assert handle.run_id in table.rows
+        assert table.row_count == 1
         assert handle.backend == "modal"
         assert app.service.submits.pending() == ()
 

@@ -101,6 +101,8 @@ def test_the_local_backend_is_registered_and_declares_its_abilities(tmp_path: Pa
         Capability.REQUEST,
         Capability.EXTENSIONS,
         Capability.ACCELERATORS,
+        Capability.LAUNCH,
+        Capability.LOG_PIECES,
     }
 
 

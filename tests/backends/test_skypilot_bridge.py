@@ -110,7 +110,12 @@ def test_an_interpreter_that_never_answers_is_stopped_at_its_deadline(tmp_path: 
 
 def test_a_log_read_that_never_ends_is_stopped_at_its_deadline(tmp_path: Path) -> None:
     python = tmp_path / "python"
-    python.write_text('#!/bin/sh\necho \'{"event": "chunk", "text": "a\\\\n"}\'\nexec sleep 600\n')
+    python.write_text(
+        f"#!{sys.executable}\nimport json, sys, time\n"
+        "request = json.loads(sys.stdin.readline())\n"
+        "print(json.dumps({'id': request['id'], 'event': 'chunk', 'text': 'a\\n'}), flush=True)\n"
+        "time.sleep(600)\n"
+    )
     python.chmod(0o755)
     bridge = Bridge(sky="sky", sky_python=str(python))
     chunks: list[str] = []

@@ -1,8 +1,9 @@
 """The bucket transport against a real S3-compatible server (moto) on 127.0.0.1 and the aws CLI.
 
 SkyPilot mounts the bucket on the cluster (the fake syncs a directory to it while the job runs);
-x-tui reads and fetches it with ``aws s3``, and ``gcloud storage`` for ``gs://``. The outputs
-outlive the cluster, which SkyPilot removes as soon as the job ends.
+x-tui fetches it with ``aws s3``, and ``gcloud storage`` for ``gs://``, and peeks through the
+bridge's interpreter where SkyPilot's environment has the cloud's SDK (else with the tool). The
+outputs outlive the cluster, which SkyPilot removes as soon as the job ends.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import shutil
 import time
 from pathlib import Path
 
+import boto3
 import pytest
 
 from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.bridge import bridge_pids, close_bridges
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import BackendUnavailableError, ProviderError
 from x_tui.compute.spec import JobSpec, Task
@@ -23,7 +27,7 @@ from x_tui.compute.store import RunHandle
 from x_tui.testing import wait_until_final
 
 from .fake_sky import fixtures
-from .fake_sky.harness import FakeSky, S3Server, make_locked_project
+from .fake_sky.harness import FakeSky, S3Server, SkyTool, make_locked_project, make_sky_tool
 
 fake_sky = fixtures.fake_sky
 s3 = fixtures.s3
@@ -167,3 +171,69 @@ def test_a_gs_bucket_is_fetched_with_gcloud_storage_rsync(
         str(target),
     ]
     assert (target / "manifest.json").exists()
+
+
+@pytest.fixture(scope="module")
+def sky_tool_with_aws(tmp_path_factory: pytest.TempPathFactory) -> SkyTool:
+    """The fake SkyPilot installed as ``skypilot[aws]`` is: boto3 in its environment."""
+    tool = make_sky_tool(tmp_path_factory.mktemp("sky-aws"))
+    site = next(tool.venv.glob("lib/python*/site-packages"))
+    (site / "boto3_here.pth").write_text(f"{Path(boto3.__file__).parent.parent}\n")
+    return tool
+
+
+def test_peeks_read_through_the_bridge_and_start_no_tool_per_read(
+    sky_tool_with_aws: SkyTool, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_SKY_ROOT", str(tmp_path / "fake-sky"))
+    close_bridges()
+    started = tmp_path / "aws-started"
+    aws = tmp_path / "bin" / "aws"  # counts every aws the peeks would start
+    aws.parent.mkdir()
+    aws.write_text(f'#!/bin/sh\necho x >> {started}\nexec {shutil.which("aws")} "$@"\n')
+    aws.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{aws.parent}{os.pathsep}{os.environ['PATH']}")
+    backend = SkyPilotBackend(
+        {
+            "sky": str(sky_tool_with_aws.link),
+            "state_dir": str(tmp_path / "state"),
+            "bucket": {"outputs_bucket": bucket},
+        }
+    )
+    handle = RunHandle(
+        run_id="peeked-20260101T000000Z-abcdef",
+        backend="skypilot",
+        job="peeked",
+        project=str(tmp_path),
+        submitted_at=dt.datetime.now(dt.UTC),
+        settings={},
+        details={"cluster": "sx-peeked-20260101t000000z-abcdef"},
+    )
+    boto3.client("s3").put_object(
+        Bucket=bucket.removeprefix("s3://"), Key=f"{handle.run_id}/manifest.json", Body=b"{}"
+    )
+    for _ in range(10):  # the manifest, devices and attempts of a run, read again and again
+        assert backend.peek(handle, "manifest.json") == b"{}"
+        assert backend.peek(handle, "devices.log") is None
+    assert not started.exists()  # no aws command was started for any read
+    assert len(bridge_pids()) == 1  # all came through one interpreter
+
+
+def test_without_the_clouds_sdk_in_skypilots_environment_peeks_use_the_cli(
+    fake_sky: FakeSky, bucket: str, tmp_path: Path
+) -> None:
+    backend = make_backend(fake_sky, tmp_path, bucket)
+    handle = RunHandle(
+        run_id="peeked-20260101T000000Z-abcdef",
+        backend="skypilot",
+        job="peeked",
+        project=str(tmp_path),
+        submitted_at=dt.datetime.now(dt.UTC),
+        settings={},
+        details={"cluster": "sx-peeked-20260101t000000z-abcdef"},
+    )
+    boto3.client("s3").put_object(
+        Bucket=bucket.removeprefix("s3://"), Key=f"{handle.run_id}/manifest.json", Body=b"[]"
+    )
+    assert backend.peek(handle, "manifest.json") == b"[]"
+    assert backend.peek(handle, "devices.log") is None

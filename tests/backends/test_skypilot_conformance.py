@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from x_tui.backends.skypilot import SkyPilotBackend, sky_sdk
-from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone
+from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone, bridge_pids
 from x_tui.backends.skypilot.catalog import read_offers
 from x_tui.backends.skypilot.reconcile import JOB_STATES
 from x_tui.compute.errors import BackendUnavailableError
@@ -378,6 +378,18 @@ def test_the_real_api_server_answers_the_bridges_launch_and_queue_questions(
         bridge.call("queue", {"cluster": "sx-none"}, what="reading the queue of sx-none")
     with pytest.raises(ClusterGone):
         bridge.call("down", {"cluster": "sx-none"}, what="tearing down sx-none")
+    runs: list[JsonValue] = [
+        {"cluster": "sx-none", "request_id": None, "launched": False},
+        {"cluster": "sx-gone", "request_id": "0123456789abcdef", "launched": False},
+        {"cluster": "sx-done", "request_id": None, "launched": True},
+    ]
+    unknown = {"state": "unknown", "request_id": None, "cluster_exists": False}
+    assert bridge.call("poll", {"runs": runs}, what="polling") == {
+        "sx-none": {"launch": unknown, "queue": None, "error": None},
+        "sx-gone": {"launch": unknown, "queue": None, "error": None},
+        "sx-done": {"launch": None, "queue": None, "error": None},
+    }
+    assert len(bridge_pids()) == 1  # every answer came from one interpreter
 
 
 @pytest.mark.slow

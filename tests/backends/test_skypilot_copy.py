@@ -18,6 +18,7 @@ import pytest
 
 from x_tui.backends.skypilot import SkyPilotBackend, listing
 from x_tui.backends.skypilot.copy_transport import CopyTransport, FetchMismatch
+from x_tui.backends.skypilot.ssh_mux import close_shared_connections, shared_sockets
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import ProviderError
 from x_tui.compute.manifest import TaskStatus, load_manifest
@@ -219,8 +220,14 @@ def test_an_input_is_copied_to_the_cluster_and_cannot_be_written(
     assert (data / "hello.txt").read_text() == "hello from the input"
 
 
+def accepted_connections(sshd: SshServer) -> int:
+    """How many SSH connections the test sshd let in so far (its log says each)."""
+    log = (sshd.key.parent / "sshd.log").read_text(errors="replace")
+    return log.count("Accepted publickey")
+
+
 def test_peek_reads_a_running_runs_file_over_ssh_and_refuses_links(
-    fake: FakeSky, project: Path, tmp_path: Path
+    fake: FakeSky, project: Path, tmp_path: Path, sshd: SshServer
 ) -> None:
     backend = make_backend(fake, tmp_path)
     code = (
@@ -231,13 +238,23 @@ def test_peek_reads_a_running_runs_file_over_ssh_and_refuses_links(
         "print('ready', flush=True)\n"
         "time.sleep(600)\n"
     )
+    before = accepted_connections(sshd)
     handle = backend.submit(job(("peeks", ("python", "-c", code))), project=project)
     deadline = time.monotonic() + 120
     while backend.peek(handle, "peeks/progress.txt") is None:
         assert time.monotonic() < deadline, "the task never wrote progress.txt"
         time.sleep(0.2)
-    assert backend.peek(handle, "peeks/progress.txt") == b"step 3"
-    assert backend.peek(handle, "peeks/missing.txt") is None
+    opened = accepted_connections(sshd)
+    for _ in range(10):  # the manifest, devices and attempts of a run, read again and again
+        assert backend.peek(handle, "peeks/progress.txt") == b"step 3"
+        assert backend.peek(handle, "peeks/missing.txt") is None
+    assert opened == before + 1  # the first peek's connection...
+    assert accepted_connections(sshd) == opened  # ...carried every read after it
+    sockets = shared_sockets()
+    assert sockets
+    close_shared_connections()  # as at exit: the master connections end
+    assert not any(socket.exists() for socket in sockets)
+    assert shared_sockets() == []
     with pytest.raises(ValueError, match="is a link"):
         backend.peek(handle, "peeks/secret")
     with pytest.raises(ValueError, match="not a path inside"):

@@ -238,6 +238,8 @@ def test_its_abilities_are_declared() -> None:
         Capability.ACCELERATORS,
         Capability.EXTENSIONS,
         Capability.TEARDOWN,
+        Capability.LAUNCH,
+        Capability.STATUSES,
     }
 
 

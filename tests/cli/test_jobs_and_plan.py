@@ -50,7 +50,7 @@ def test_a_job_with_a_bad_table_is_named_while_the_others_are_still_listed(cli: 
 
     result = cli("jobs")
 
-    assert result.returncode == 1
+    assert result.returncode == 2  # a bad configuration, as the README says
     assert result.stdout.splitlines()[0] == "hello  2 tasks  no accelerator  timeout 5 min"
     (complaint,) = result.stderr.splitlines()
     assert complaint.startswith("x-tui: job 'typo': ")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 import pytest
 
@@ -13,8 +14,10 @@ from x_tui.compute.sanitize import (
     clean,
     clean_counted,
     decode,
+    escaped,
     plain,
     plain_counted,
+    terminal_log_line,
 )
 
 ESC = "\x1b"
@@ -164,3 +167,47 @@ def test_a_megabyte_line_of_unterminated_introducers_is_cut_before_any_pattern_r
     assert result.endswith(CUT_MARK)
     assert len(result) <= MAX_LINE_CHARS + len(CUT_MARK)
     assert removed > 0
+
+
+def test_escaped_shows_every_control_and_invisible_formatting_character() -> None:
+    hidden = [
+        chr(code)
+        for code in range(0x110000)
+        if unicodedata.category(chr(code)) in ("Cc", "Cf", "Zl", "Zp")
+    ]
+
+    left = [f"U+{ord(char):04X}" for char in hidden if escaped(char) == char]
+
+    assert left == []
+    assert escaped("job\u202eevil\u200b\x1b]0;t\x07") == "job\\u202eevil\\u200b\\x1b]0;t\\x07"
+    assert escaped("plain name, 日本, é") == "plain name, 日本, é"
+
+
+@pytest.mark.parametrize(
+    ("line", "shown"),
+    [
+        pytest.param("[train] \repoch 3/3: 2%", "[train] epoch 3/3: 2%", id="old-log-cr-state"),
+        pytest.param("[train] 10%\r[train] 20%\r[train] 30%", "[train] 30%", id="prefixed-states"),
+        pytest.param("[train] done 100%\r[eval] forged", "[train] [eval] forged", id="forged"),
+        pytest.param("[train] \r\x1b[2K[eval] forged", "[train] [eval] forged", id="erase-line"),
+        pytest.param("[train] a\u202e[eval] b", "[train] a\\u202e[eval] b", id="bidi-override"),
+        pytest.param("[t] x\u2066y\u2069\u200bz", "[t] x\\u2066y\\u2069\\u200bz", id="isolate-zw"),
+        pytest.param("[t] \x1b]0;title\x07\x1b[31mred\x1b[0m\tok", "[t] red\tok", id="sequences"),
+        pytest.param("no prefix\rover", "overrefix", id="no-prefix"),
+        pytest.param("[b\x07ad] x", "[bad] x", id="not-a-prefix"),
+    ],
+)
+def test_a_log_line_on_a_terminal_keeps_its_prefix_in_front(line: str, shown: str) -> None:
+    assert terminal_log_line(line) == shown
+
+
+def test_a_cut_log_line_on_a_terminal_is_marked() -> None:
+    line, cut = cap_line("[t] " + "x" * (2 * MAX_LINE_CHARS))
+
+    shown = terminal_log_line(line, cut=cut)
+
+    assert shown == "[t] " + "x" * (MAX_LINE_CHARS - 4) + CUT_MARK
+
+
+def test_clean_removes_bidi_controls_so_text_reads_in_the_order_it_was_written() -> None:
+    assert clean_counted("[t] ok \u202etxet\u202c \u2067x\u2069") == ("[t] ok txet x", 4)

@@ -51,3 +51,19 @@ def test_a_progress_bar_reads_as_its_last_state() -> None:
     assert ansi_text("10%\r55%\r100%").plain == "100%"
     assert isinstance(safe_text("a\rb"), Text)
     assert safe_text("abc\rX").plain == "Xbc"
+
+
+def test_invisible_characters_in_a_name_are_shown_as_escapes() -> None:
+    name = "train\u202eevil\u202c\u2066x\u2069\u200bz\ufeff\u2028"
+
+    text = safe_text(name, "bold")
+
+    assert text.plain == "train\\u202eevil\\u202c\\u2066x\\u2069\\u200bz\\ufeff\\u2028"
+    assert text.style == "bold"
+
+
+def test_bidi_controls_in_a_log_line_are_removed_so_it_reads_in_written_order() -> None:
+    text, removed = ansi_text_counted("[t] ok \u202e[other] desrever\u202c \x1b[31mred\x1b[0m")
+
+    assert text.plain == "[t] ok [other] desrever red"
+    assert removed == 2

@@ -38,6 +38,7 @@ from x_tui.app.fetching import (
     format_bytes,
     start_fetch,
 )
+from x_tui.app.footer_keys import focused_first
 from x_tui.app.rerunning import ask_rerun, open_run, rerun_plan
 from x_tui.compute.store import RunHandle
 
@@ -46,6 +47,7 @@ RUN_ACTION_BINDINGS: list[Binding] = [
     Binding("f", "fetch_run", "Fetch", id="run.fetch"),
     Binding("r", "rerun", "Re-run", id="run.rerun"),
     Binding("y", "copy_run_id", "Copy id", id="run.copy_id"),
+    Binding("x", "command_lines", "Commands", show=False, id="run.command_lines"),
 ]
 """The run actions' keys, for a screen's ``BINDINGS`` (each has an id for the user's keymap)."""
 
@@ -54,6 +56,21 @@ def copy_run_id(screen: Screen[object], handle: RunHandle) -> None:
     """Put the run's id on the clipboard (OSC 52, so it works over SSH) and say so."""
     screen.app.copy_to_clipboard(handle.run_id)
     notify(screen.app, f"Copied {handle.run_id}")
+
+
+def show_command_lines(screen: Screen[object], handle: RunHandle) -> str:
+    """Show the run actions' ``x-tui`` command lines in a toast and copy them (OSC 52).
+
+    Returns:
+        The text shown and copied: one ``# action`` comment and command per action.
+    """
+    from x_tui.app.command_lines import run_action_commands
+
+    lines = [f"{command}  # {action}" for action, command in run_action_commands(handle).items()]
+    text = "\n".join(lines)
+    screen.app.copy_to_clipboard(text + "\n")
+    notify(screen.app, text + "\n(copied)")
+    return text
 
 
 # The mixin ------------------------------------------------------------------------------------
@@ -71,13 +88,11 @@ class RunActions:
 
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
-        """The screen's active bindings with its own first, so the footer shows the run actions
-        even when a widget with many keys of its own (a log view) has the focus."""
+        """The screen's active bindings in footer order: help, the focused widget's (a log
+        view's), then the screen's run actions (see ``x_tui.app.footer_keys``)."""
         screen = cast("Screen[object]", self)
         bindings: dict[str, ActiveBinding] = Screen.active_bindings.fget(screen)  # type: ignore[attr-defined]
-        own = {key: active for key, active in bindings.items() if active.node is screen}
-        rest = {key: active for key, active in bindings.items() if active.node is not screen}
-        return {**own, **rest}
+        return focused_first(screen, bindings)
 
     def _run_for_action(self) -> tuple[Screen[object], RunHandle] | None:
         screen = cast("Screen[object]", self)
@@ -104,6 +119,12 @@ class RunActions:
         chosen = self._run_for_action()
         if chosen is not None:
             ask_rerun(*chosen)
+
+    def action_command_lines(self) -> None:
+        """Show and copy the ``x-tui`` command line behind each run action."""
+        chosen = self._run_for_action()
+        if chosen is not None:
+            show_command_lines(*chosen)
 
     def action_copy_run_id(self) -> None:
         """Copy the selected run's id to the clipboard."""
@@ -132,6 +153,7 @@ __all__ = [
     "open_run",
     "rerun_plan",
     "service_of",
+    "show_command_lines",
     "start_fetch",
     "sweep_action",
 ]

@@ -10,21 +10,34 @@ in modules of their own.
 | ``q`` | Quit (runs keep running: x-tui never stops a run by closing). |
 | ``?`` | Help for the keys that work here. |
 | ``escape`` | Back to the previous screen. |
+
+The app never ends on its own: in a terminal smaller than ``fallback_screens.MIN_WIDTH`` x
+``MIN_HEIGHT`` a notice covers every screen until it is enlarged, and an exception raised inside
+the app (a widget that cannot render what a record holds) is shown in a panel in front of the
+screen that failed (``fallback_screens``).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import difflib
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
+from textual import events
+from textual._context import active_message_pump
 from textual.app import App
 from textual.binding import Binding, BindingType
 from textual.command import Provider
+from textual.dom import NoScreen
+from textual.geometry import Size
 from textual.message import Message
 from textual.screen import Screen
+from textual.widget import Widget
 
+from x_tui.app.fallback_screens import FailureScreen, TooSmallScreen, too_small
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.messages import (
     ConfigChanged,
@@ -34,9 +47,13 @@ from x_tui.app.messages import (
     SweepsChanged,
     copy_message,
 )
-from x_tui.app.monitor import FIRST_INTERVAL, MAX_INTERVAL, RunMonitor
+from x_tui.app.monitor import RunMonitor
+from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL
 from x_tui.app.service import Service
-from x_tui.app.settings import Settings, refresh_scale
+from x_tui.app.settings import Settings, refresh_scale, save_setting, settings_path
+
+if TYPE_CHECKING:  # the log view loads with the first screen that shows a log, not at start-up
+    from x_tui.widgets.log_view import LogView
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
 """The directory of the app's ``.tcss`` files (absolute, so a subclass elsewhere finds them)."""
@@ -110,13 +127,74 @@ class XTuiApp(App[int]):
         return self.main_screen
 
     def on_mount(self) -> None:
-        """Apply the user's theme and keys, report what in the settings was unusable, start."""
+        """Apply the user's theme and keys, report what in the settings was unusable, start.
+
+        The view the last session left is reopened, and kept from now on
+        (:mod:`x_tui.app.view_keeper`).
+        """
+        from x_tui.app.view_keeper import ViewKeeper
+
         self._apply_settings()
+        self.view_keeper = ViewKeeper(self)
+        self.view_keeper.start()
         self.monitor.start()
+        self.screen_change_signal.subscribe(self, self._screen_changed)
+        self._fit(self.size)
 
     def on_unmount(self) -> None:
-        """Stop the monitor's threads (runs are left running)."""
+        """Stop the monitor's threads (runs are left running) and keep the view."""
         self.monitor.stop()
+        keeper = getattr(self, "view_keeper", None)
+        if keeper is not None:
+            keeper.stop()
+
+    def on_resize(self, event: events.Resize) -> None:
+        """Cover the screens while the terminal is too small for them; uncover them after."""
+        self._fit(event.size)
+
+    def _screen_changed(self, screen: Screen[Any]) -> None:
+        # A screen pushed while the terminal is too small goes under the notice too; a notice
+        # left under a screen that was dismissed goes once the terminal is big enough.
+        if isinstance(screen, TooSmallScreen) != too_small(self.size):
+            self._fit(self.size)
+
+    def _fit(self, size: Size) -> None:
+        if not self.screen_stack:
+            return
+        top = self.screen
+        small = too_small(size)
+        for screen in self.screen_stack:
+            # A covered screen lays nothing out, so nothing in it is arranged in too little room.
+            screen.set_class(small and not isinstance(screen, TooSmallScreen), "-covered")
+        if small:
+            if isinstance(top, TooSmallScreen):
+                top.show_size(size)
+            else:
+                self.push_screen(TooSmallScreen(size))
+        elif isinstance(top, TooSmallScreen):
+            self.pop_screen()
+
+    def _handle_exception(self, error: Exception) -> None:
+        """Show a failure inside the app in a panel and keep running (see the module docs).
+
+        Textual stops the widget or screen that raised from handling anything more, so the screen
+        it belongs to is closed (never the main screen) and the panel shown in its place. A
+        failure of the app itself, of the panel or the too-small notice, or before the app runs,
+        ends the app as Textual does, with the traceback.
+        """
+        failed = _failed_screen()
+        if (
+            failed is None
+            or not self.is_running
+            or failed not in self.screen_stack
+            or isinstance(failed, (FailureScreen, TooSmallScreen))
+        ):
+            super()._handle_exception(error)
+            return
+        self.log.error(f"failure shown in a panel: {error!r}")
+        while failed in self.screen_stack and len(self.screen_stack) > 1:
+            self.pop_screen()
+        self.push_screen(FailureScreen(error))
 
     def _apply_settings(self) -> None:
         settings = self.settings
@@ -125,12 +203,17 @@ class XTuiApp(App[int]):
             if settings.theme in self.available_themes:
                 self.theme = settings.theme
             else:
-                themes = ", ".join(sorted(self.available_themes))
+                names = sorted(self.available_themes)
+                close = difflib.get_close_matches(settings.theme, names, n=1, cutoff=0.6)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
                 problems.append(
-                    f"{settings.path}: theme: {settings.theme!r} is not a theme here"
-                    f" (available: {themes})"
+                    f"{settings.path}: theme: {settings.theme!r} is not a theme here{hint}"
+                    f" (available: {', '.join(names)})"
                 )
         if settings.keys:
+            from x_tui.app.key_ids import key_ids, unknown_key_ids
+
+            problems += unknown_key_ids(settings.path, settings.keys, key_ids())
             self.set_keymap(dict(settings.keys))
         for problem in problems:
             self.notify(problem, title="Settings", severity="warning", timeout=10, markup=False)
@@ -139,18 +222,30 @@ class XTuiApp(App[int]):
 
     def _forward(self, message: Message) -> None:
         targets: list[Screen[Any]] = [self.main_screen]
-        if self.screen is not self.main_screen:
-            targets.append(self.screen)
+        shown = [s for s in self.screen_stack if not isinstance(s, (FailureScreen, TooSmallScreen))]
+        front = shown[-1] if shown else self.main_screen
+        if front is not self.main_screen:
+            targets.append(front)
         for target in targets:
             target.post_message(copy_message(message))
 
     def on_runs_changed(self, message: RunsChanged) -> None:
-        """Forward to the main screen and the screen in front."""
+        """Forward to the main screen and the screen in front; reopen the last session's run."""
         self._forward(message)
+        keeper = getattr(self, "view_keeper", None)
+        if keeper is not None:
+            keeper.runs_changed(message.stored, complete=message.complete)
 
     def on_run_state_changed(self, message: RunStateChanged) -> None:
-        """Forward to the main screen and the screen in front."""
+        """Forward to the main screen and the screen in front; announce an end as asked."""
         self._forward(message)
+        if message.previous is None or not message.state.is_final:
+            return  # only an end this session saw happen is announced
+        handle = next((h for h in self.monitor.stored.handles if h.run_id == message.run_id), None)
+        if handle is not None:
+            from x_tui.app.run_notices import announce_in_app
+
+            announce_in_app(self, self.settings, handle, message.state, message.previous)
 
     def on_run_status_failed(self, message: RunStatusFailed) -> None:
         """Forward to the main screen and the screen in front."""
@@ -164,16 +259,49 @@ class XTuiApp(App[int]):
         """Forward to the main screen and the screen in front."""
         self._forward(message)
 
+    def on_log_view_wrap_changed(self, message: LogView.WrapChanged) -> None:
+        """Remember the user's wrap choice for the next log views, and in the settings file."""
+        self.settings = dataclasses.replace(self.settings, wrap=message.wrap)
+        path = self.settings.path or settings_path()
+        try:
+            save_setting(path, "wrap", message.wrap)
+        except OSError as error:
+            self.notify(
+                f"wrap not remembered: {error}", title="Settings", severity="warning", markup=False
+            )
+
     # Actions ----------------------------------------------------------------------------------
 
     def action_help(self) -> None:
         """Show the keys that work where the user is (generated from the bindings)."""
         from x_tui.app.help_screen import HelpScreen, help_for
 
-        if not isinstance(self.screen, HelpScreen):
+        if not isinstance(self.screen, (HelpScreen, FailureScreen, TooSmallScreen)):
             self.push_screen(help_for(self.screen))
 
+    def action_command_palette(self) -> None:
+        """Open the command palette, unless a notice or a failure panel is in front."""
+        if not isinstance(self.screen, (FailureScreen, TooSmallScreen)):
+            super().action_command_palette()
+
     async def action_back(self) -> None:
-        """Go back to the previous screen (the main screen stays)."""
-        if len(self.screen_stack) > 1:
+        """Go back to the previous screen (the main screen stays, the too-small notice too)."""
+        if len(self.screen_stack) > 1 and not isinstance(self.screen, TooSmallScreen):
             await self.pop_screen()
+
+
+def _failed_screen() -> Screen[Any] | None:
+    """The screen of the widget or screen whose handler raised, if it was one of them."""
+    try:
+        # Textual runs each handler with its own message pump as the active one.
+        pump = active_message_pump.get()
+    except LookupError:
+        return None
+    if isinstance(pump, Screen):
+        return pump
+    if isinstance(pump, Widget):
+        try:
+            return pump.screen
+        except NoScreen:
+            return None
+    return None

@@ -13,7 +13,7 @@ from textual.app import App
 
 from x_tui.app.service import Service
 from x_tui.compute.errors import UserError
-from x_tui.compute.sanitize import plain
+from x_tui.compute.sanitize import plain, revealed
 
 if TYPE_CHECKING:
     from x_tui.app.monitor import RunMonitor
@@ -42,9 +42,13 @@ def monitor_of(app: App[object]) -> RunMonitor | None:
 
 
 def notify(app: App[object], message: str, *, severity: Severity = "information") -> None:
-    """A toast of untrusted text: control sequences removed, never read as markup."""
+    """A toast of untrusted text: control sequences removed, invisible characters shown as
+    escapes, never read as markup."""
     app.notify(
-        plain(message), severity=severity, markup=False, timeout=8 if severity == "error" else 4
+        plain(revealed(message)),
+        severity=severity,
+        markup=False,
+        timeout=8 if severity == "error" else 4,
     )
 
 

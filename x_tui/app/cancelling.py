@@ -20,6 +20,10 @@ from x_tui.widgets.safe_text import safe_text
 
 def ask_cancel(screen: Screen[object], handle: RunHandle) -> None:
     """Ask to cancel the run, then cancel it in a worker; a run that already ended is left."""
+    from x_tui.app.read_only import refused
+
+    if refused(screen.app):
+        return
     app = screen.app
     monitor = monitor_of(app)
     state = monitor.state_of(handle.run_id) if monitor is not None else None
@@ -74,12 +78,16 @@ def sweep_action(
         screen.app.copy_to_clipboard(sweep.sweep_id)
         notify(screen.app, f"Copied {sweep.sweep_id}")
     else:
-        verb = "fetch" if action == "fetch_run" else "re-run"
+        verb = {"fetch_run": "fetch", "delete_run": "delete"}.get(action, "re-run")
         notify(screen.app, f"Select one run of the sweep to {verb} it", severity="warning")
 
 
 def ask_cancel_sweep(screen: Screen[object], sweep: Sweep, handles: tuple[RunHandle, ...]) -> None:
     """Ask to cancel every unfinished run of a sweep, then cancel them one by one in a worker."""
+    from x_tui.app.read_only import refused
+
+    if refused(screen.app):
+        return
     app = screen.app
     monitor = monitor_of(app)
 

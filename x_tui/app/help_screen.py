@@ -2,9 +2,11 @@
 
 Nothing here is written by hand: the keys and descriptions come from the ``BINDINGS`` of the
 focused widget, its containers, the screen and the app, exactly as Textual resolves them at that
-moment (a key shadowed by a nearer binding is listed once, with the meaning it has there). Keys
-are grouped by where they are bound: the screen's own, then the app's ("Everywhere"), then the
-focused widget's and its containers'; keys that cannot act right now are dimmed.
+moment (a key shadowed by a nearer binding is listed once, with the meaning it has there).
+x-tui's own keys come first, grouped by where they are bound: the screen's own, then the focused
+widget's and its containers', then the app's ("Everywhere"); Textual's generic keys (focus
+moves, scrolling, copying, the palette) come last, in a group of their own. Keys that cannot act
+right now are dimmed.
 """
 
 from __future__ import annotations
@@ -38,18 +40,45 @@ def _group_title(node: DOMNode) -> str:
     return text[0].upper() + text[1:]
 
 
+GENERIC_TITLE = "Generic keys"
+"""The group of Textual's own keys, listed after x-tui's."""
+
+OWN_MODULE = "x_tui"
+"""The package whose classes declare x-tui's own keys."""
+
+
 def _rank(node: DOMNode) -> int:
     if isinstance(node, Screen):
         return 0
     if isinstance(node, App):
-        return 1
-    return 2
+        return 2
+    return 1
+
+
+def is_own(active: ActiveBinding) -> bool:
+    """Whether x-tui declared this binding (in a class of its own), not Textual.
+
+    Args:
+        active: An active binding.
+    """
+    for cls in type(active.node).__mro__:
+        if not cls.__module__.startswith(OWN_MODULE):
+            continue
+        for declared in cls.__dict__.get("BINDINGS", ()):
+            if (
+                isinstance(declared, Binding)
+                and declared.action == active.binding.action
+                and declared.description == active.binding.description
+            ):
+                return True
+    return False
 
 
 def group_bindings(
     bindings: Mapping[str, ActiveBinding],
 ) -> list[tuple[str, list[ActiveBinding]]]:
-    """Group active bindings by where they are bound: the screen, the app, then widgets.
+    """Group active bindings: x-tui's by where they are bound (the screen, widgets, the app),
+    then Textual's generic ones.
 
     Args:
         bindings: The active bindings, by key (``Screen.active_bindings``).
@@ -61,9 +90,13 @@ def group_bindings(
     groups: dict[str, list[ActiveBinding]] = {}
     ranks: dict[str, int] = {}
     for active in bindings.values():
-        title = _group_title(active.node)
+        if is_own(active):
+            title = _group_title(active.node)
+            rank = _rank(active.node)
+        else:
+            title, rank = GENERIC_TITLE, 3
         groups.setdefault(title, []).append(active)
-        ranks[title] = min(ranks.get(title, 3), _rank(active.node))
+        ranks[title] = min(ranks.get(title, 3), rank)
     ordered = sorted(groups, key=lambda title: ranks[title])
     return [(title, groups[title]) for title in ordered]
 

@@ -2,18 +2,23 @@
 
 A daemon thread per run reads the backend's ``logs(handle, follow=True)`` stream (opened within
 the logs deadline) and appends each line to ``<logs_dir>/<run_id>.log``; a ``.done`` marker
-beside it says the copy is complete, so a finished log is never copied again. A stream that
+beside it says the copy is complete, so a finished log is never copied again (a copy or marker
+that is not a regular file is not trusted: the log is copied anew over it). A stream that
 breaks keeps what came and says why in its :class:`SpoolState`. When each line came is kept in
 ``<run_id>.log.times`` (``x_tui.compute.log_times``), so the log view can show it (``t``).
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 from x_tui.app.deadlines import call_with_deadline
 from x_tui.compute.backend import ComputeBackend
@@ -78,7 +83,7 @@ class LogSpools:
             if existing is not None and existing.error is None:
                 return existing
             state = SpoolState(path=path)
-            if done_marker.exists() and path.exists():
+            if _is_regular(done_marker) and _is_regular(path):
                 state.finished = True
                 self._spools[handle.run_id] = state
                 return state
@@ -96,9 +101,9 @@ class LogSpools:
     def _copy_log(
         self, backend: ComputeBackend, handle: RunHandle, state: SpoolState, done_marker: Path
     ) -> None:
-        state.path.parent.mkdir(parents=True, exist_ok=True)
         times: TimesWriter | None = None
         try:
+            state.path.parent.mkdir(parents=True, exist_ok=True)
             lines: Iterator[str] = call_with_deadline(
                 lambda: iter(backend.logs(handle, follow=True)),
                 seconds=self.open_seconds,
@@ -107,7 +112,7 @@ class LogSpools:
             )
             times = _open_times(state.path)
             offset = 0
-            with state.path.open("wb") as out:
+            with _open_copy(state.path) as out:
                 for line in lines:
                     data = (line.rstrip("\n") + "\n").encode("utf-8", "replace")
                     if times is not None:
@@ -132,3 +137,23 @@ def _open_times(log: Path) -> TimesWriter | None:
         return TimesWriter(times_path(log), base=time.time())
     except OSError:
         return None
+
+
+def _is_regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _open_copy(path: Path) -> BinaryIO:
+    """Open a log copy for writing; whatever else was left in its place (a FIFO, a link) goes.
+
+    Raises:
+        OSError: If it cannot be written (a directory in its place, say).
+    """
+    with contextlib.suppress(FileNotFoundError):
+        if not stat.S_ISREG(path.lstat().st_mode) and not stat.S_ISDIR(path.lstat().st_mode):
+            path.unlink()
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+    return os.fdopen(os.open(path, flags, 0o644), "wb")

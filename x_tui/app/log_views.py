@@ -1,14 +1,15 @@
 """Every log view the app shows is made here, so each one follows the user's profile.
 
 Under the low-bandwidth profile (``app.settings.low_bandwidth``) a log view batches appended lines
-every 500 ms instead of every 50 ms (``LogView.low_bandwidth``).
+every 500 ms instead of every 50 ms (``LogView.low_bandwidth``). A view wraps long lines as the
+user last chose with ``w`` (``app.settings.wrap``), else when the terminal is narrow.
 """
 
 from __future__ import annotations
 
 from textual.app import App
 
-from x_tui.app.settings import is_low_bandwidth
+from x_tui.app.settings import Settings, is_low_bandwidth, wraps_logs
 from x_tui.widgets.log_view import LogView
 
 
@@ -23,4 +24,6 @@ def new_log_view(app: App[object], *, follow: bool, id: str | None = None) -> Lo
     Returns:
         The view.
     """
-    return LogView(None, follow=follow, low_bandwidth=is_low_bandwidth(app), id=id)
+    settings = getattr(app, "settings", None)
+    wrap = wraps_logs(settings if isinstance(settings, Settings) else None, app.size.width)
+    return LogView(None, follow=follow, low_bandwidth=is_low_bandwidth(app), wrap=wrap, id=id)

@@ -15,6 +15,7 @@ messages arrive through the app.
 | ``/`` | Filter the runs (``escape`` clears the filter). |
 | ``enter`` | On a job: submit it. On a run: open it. |
 | ``c`` ``f`` ``r`` ``y`` | On a run: cancel, fetch, re-run, copy its id. |
+| ``d`` | On a run that has ended: delete its record and local files (asks first). |
 | ``c`` ``y`` | On a sweep's row: cancel every run of it, copy the sweep id. |
 | ``ctrl+r`` | Read the project and the run store again. |
 """
@@ -30,13 +31,14 @@ from typing import ClassVar, cast
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import Binding, BindingType
+from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from x_tui.app.app_context import monitor_of, service_of
+from x_tui.app.footer_keys import focused_first
 from x_tui.app.messages import (
     ConfigChanged,
     RunsChanged,
@@ -70,7 +72,7 @@ class JobsResolved(Message):
     jobs: JobList
 
 
-RUN_ACTIONS = ("cancel_run", "fetch_run", "rerun", "copy_run_id")
+RUN_ACTIONS = ("cancel_run", "fetch_run", "rerun", "copy_run_id", "delete_run")
 """The run actions of ``x_tui.app.actions``, offered on the runs pane."""
 
 
@@ -93,6 +95,7 @@ class MainScreen(Screen[None]):
         Binding("f", "fetch_run", "Fetch", id="run.fetch"),
         Binding("r", "rerun", "Re-run", id="run.rerun"),
         Binding("y", "copy_run_id", "Copy id", id="run.copy_id"),
+        Binding("d", "delete_run", "Delete", id="main.delete_run"),
         Binding("ctrl+r", "reload", "Reload", id="main.reload", show=False),
     ]
 
@@ -107,6 +110,11 @@ class MainScreen(Screen[None]):
         self.project_root = project
         self.project: Project | None = None
         self._clock = clock
+
+    @property
+    def active_bindings(self) -> dict[str, ActiveBinding]:
+        """Active bindings in footer order: help, the focused pane's keys, then the screen's."""
+        return focused_first(self, super().active_bindings)
 
     def compose(self) -> ComposeResult:
         """Jobs pane, runs pane, footer."""
@@ -135,6 +143,8 @@ class MainScreen(Screen[None]):
             self._show_pane("runs")
         else:
             self.jobs.option_list.focus()
+        if self.project_root is not None:
+            self.runs.set_project(str(self.project_root))
         monitor = monitor_of(self.app)
         if monitor is not None:
             self.runs.show_sweeps(monitor.sweeps)
@@ -264,13 +274,22 @@ class MainScreen(Screen[None]):
         table = self.runs
         monitor = monitor_of(self.app)
         total = len(monitor.stored.handles) + len(monitor.stored.unreadable) if monitor else 0
+        narrowed = table.filter_text or table.project_filter is not None
+        title = Text(f"Runs · {table.shown_count} of {total}" if narrowed else f"Runs · {total}")
         if table.filter_text:
-            title = Text.assemble(
-                f"Runs · {table.shown_count} of {total} matching ", safe_text(table.filter_text)
-            )
-        else:
-            title = Text(f"Runs · {total}")
+            title.append(" matching ")
+            title.append_text(safe_text(table.filter_text))
+        if table.project_filter is not None and self.project_root is not None:
+            title.append(" · ")
+            title.append_text(safe_text(self.project_root.name))
+        elif self.project_root is not None:
+            title.append(" · all projects")
         self.query_one("#runs-pane").border_title = title
+
+    @on(RunsTable.ViewChanged)
+    def _view_changed(self) -> None:
+        self._title_runs()
+        self._describe_highlighted()
 
     # Actions ----------------------------------------------------------------------------------
 
@@ -284,6 +303,7 @@ class MainScreen(Screen[None]):
 
     def _run_action(self, action: str) -> None:
         from x_tui.app import actions
+        from x_tui.app.deleting import ask_delete
 
         sweep = self.runs.highlighted_sweep()
         if sweep is not None:
@@ -298,6 +318,7 @@ class MainScreen(Screen[None]):
             "fetch_run": actions.ask_fetch,
             "rerun": actions.ask_rerun,
             "copy_run_id": actions.copy_run_id,
+            "delete_run": ask_delete,
         }
         ask[action](cast("Screen[object]", self), handle)
 
@@ -316,6 +337,10 @@ class MainScreen(Screen[None]):
     def action_copy_run_id(self) -> None:
         """Copy the highlighted run's id."""
         self._run_action("copy_run_id")
+
+    def action_delete_run(self) -> None:
+        """Delete the highlighted run's record and local files, after asking (ended runs only)."""
+        self._run_action("delete_run")
 
     def action_switch_pane(self) -> None:
         """Show (narrow) or focus (wide) the other pane."""

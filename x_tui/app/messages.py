@@ -40,10 +40,12 @@ class RunStateChanged(Message, bubble=False):
     Attributes:
         run_id: The run.
         state: Its state now.
+        previous: The state this session saw it in before (``None``: the backend's first answer).
     """
 
     run_id: str
     state: RunState
+    previous: RunState | None = None
 
 
 @dataclass

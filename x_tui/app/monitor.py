@@ -1,35 +1,19 @@
-"""The run monitor: watches the run store and the project's pyproject.toml, and polls run states.
+"""The TUI's run monitor: a :class:`~x_tui.app.run_follower.RunFollower` that posts messages.
 
-Two daemon threads, started with the app and stopped with it:
-
-- the **watcher** reads the store (the newest records first, so the first screenful shows while
-  the rest is read) and the sweep records, then waits (:mod:`x_tui.app.file_watch`) for changes
-  to ``<state>/compute/runs/``, to ``<state>/x-tui/sweeps/`` and to the project's
-  ``pyproject.toml``; a run or a sweep saved by another shell or by substrax appears without a
-  key press, and only the records that changed are read again (:mod:`x_tui.app.run_records`);
-- the **poller** asks each unfinished run's backend for its state through the service (which puts
-  a deadline on every call), 1 s after the run appears and then backing off to 10 s while the
-  state stays the same. A final state is kept in ``<state>/x-tui/final-states.json``
-  (:mod:`x_tui.app.final_states`) and that run is never polled again, in this session or the
-  next.
-
-Neither thread touches a widget: both post :mod:`~x_tui.app.messages` through ``post`` (the app's
-thread-safe ``post_message``), and the screens update themselves from those.
+What the follower's threads learn (the store, the sweeps, the project, each run's state) is
+posted as one of :mod:`~x_tui.app.messages` through ``post`` (the app's thread-safe
+``post_message``), and the screens update themselves from those. The following itself (store
+watching, polling with deadlines and backoff, final states kept across sessions) lives in the
+follower, which the headless watcher uses too.
 """
 
 from __future__ import annotations
 
-import threading
-import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
 
 from textual.message import Message
 
-from x_tui.app.file_watch import Watched, watch
-from x_tui.app.final_states import read_final_states, write_final_states
 from x_tui.app.messages import (
     ConfigChanged,
     RunsChanged,
@@ -37,36 +21,15 @@ from x_tui.app.messages import (
     RunStatusFailed,
     SweepsChanged,
 )
-from x_tui.app.run_records import Record, read_record
-from x_tui.app.run_records import listing as list_records
+from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL, RunFollower
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
+from x_tui.compute.operations import Project
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
 
-PYPROJECT = "pyproject.toml"
-FIRST_BATCH = 100
-"""How many of the newest records are read and shown before the rest of the store."""
 
-FIRST_PAUSE = 0.1
-"""Seconds the first read waits, after posting the newest records, before reading the rest."""
-
-FIRST_INTERVAL = 1.0
-"""Seconds before a new (or changed) run is polled, by default."""
-
-MAX_INTERVAL = 10.0
-"""The longest wait between two polls of an unfinished run, by default."""
-
-
-@dataclass(slots=True)
-class _Poll:
-    due: float
-    interval: float
-    busy: bool = False
-    last_error: str | None = None
-
-
-class RunMonitor:
+class RunMonitor(RunFollower):
     """Keeps the app's view of the run store and of each run's state current."""
 
     def __init__(
@@ -91,339 +54,41 @@ class RunMonitor:
             max_interval: The longest wait between two polls of an unfinished run.
             error_interval: The longest wait after a backend failed to answer.
             parallel: How many status calls may be in flight at once.
-            poll: Whether to ask backends for states at all (off, only the final states kept
-                from earlier sessions are known; for tests that need a still picture).
+            poll: Whether to ask backends for states at all.
         """
-        self.service = service
-        self.project = project
-        self._post = post
-        self._polling = poll
-        self._first = first_interval
-        self._max = max_interval
-        self._error_max = error_interval
-        self._stop = threading.Event()
-        self._wake = threading.Event()
-        self._lock = threading.Lock()
-        self._records: dict[Path, Record] = {}
-        self._handles: dict[str, RunHandle] = {}
-        self._states: dict[str, RunState] = {}
-        self._ended: dict[str, float | None] = {}
-        """Each finished run, with when it ended (``None`` when that is not known)."""
-        self._polls: dict[str, _Poll] = {}
-        self._stored = StoredRuns(handles=(), unreadable={})
-        self._sweeps = StoredSweeps(sweeps=(), unreadable={})
-        self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="x-tui status")
-        self._threads: list[threading.Thread] = []
-        self._cache_path = service.state_dir / "x-tui" / "final-states.json"
-        self._dirty = False
-        self._saved_at = 0.0
-        self._save_lock = threading.Lock()
-
-    # Public API -------------------------------------------------------------------------------
-
-    @property
-    def first_interval(self) -> float:
-        """Seconds before a new (or changed) run is polled."""
-        return self._first
-
-    @property
-    def max_interval(self) -> float:
-        """The longest wait between two polls of an unfinished run."""
-        return self._max
-
-    @property
-    def runs_dir(self) -> Path:
-        """The directory of run handles being watched."""
-        return self.service.store.root
-
-    @property
-    def stored(self) -> StoredRuns:
-        """The store as last read (empty before the first read)."""
-        with self._lock:
-            return self._stored
-
-    @property
-    def sweeps(self) -> StoredSweeps:
-        """The sweep records as last read (empty before the first read)."""
-        with self._lock:
-            return self._sweeps
-
-    def state_of(self, run_id: str) -> RunState | None:
-        """The run's state as last reported, or ``None`` before its backend has answered."""
-        with self._lock:
-            return self._states.get(run_id)
-
-    def ended_at(self, run_id: str) -> float | None:
-        """When a finished run ended (an epoch time), or ``None`` if it has not (or is unknown)."""
-        with self._lock:
-            return self._ended.get(run_id)
-
-    def start(self) -> None:
-        """Start the watcher and the poller threads (once)."""
-        if self._threads:
-            return
-        loops = [("watch", self._watch_loop)]
-        if self._polling:
-            loops.append(("poll", self._poll_loop))
-        for name, target in loops:
-            thread = threading.Thread(target=target, name=f"x-tui monitor {name}", daemon=True)
-            self._threads.append(thread)
-            thread.start()
-
-    def stop(self) -> None:
-        """Stop both threads soon and keep the final states learnt so far.
-
-        Status calls in flight are abandoned, not waited for.
-        """
-        self._stop.set()
-        self._wake.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
-        self._save_final_states()
-
-    def poll_soon(self, run_id: str) -> None:
-        """Ask for the run's state now (after a submit or a cancel), then back off again."""
-        with self._lock:
-            poll = self._polls.get(run_id)
-            if poll is None and run_id in self._handles and run_id not in self._ended:
-                poll = self._polls[run_id] = _Poll(due=0.0, interval=self._first)
-            if poll is not None:
-                poll.due = 0.0
-                poll.interval = self._first
-        self._wake.set()
-
-    def rescan(self) -> None:
-        """Read the whole store again (changed records only) and post what it holds."""
-        self._scan_all()
-
-    # The watcher ------------------------------------------------------------------------------
-
-    def _watch_loop(self) -> None:
-        # Read here, not in __init__: ten thousand kept states take a while, and the app builds
-        # its first frame meanwhile.
-        self._load_final_states()
-        self.runs_dir.mkdir(parents=True, exist_ok=True)
-        self.service.sweeps_dir.mkdir(parents=True, exist_ok=True)
-        self._read_sweeps()
-        self._initial_scan()
-        watch(
-            Watched(
-                runs_dir=self.runs_dir,
-                sweeps_dir=self.service.sweeps_dir,
-                pyproject=self.project / PYPROJECT if self.project is not None else None,
-                runs_changed=self._runs_changed,
-                sweeps_changed=self._read_sweeps,
-                project_changed=self._project_changed,
-            ),
-            self._stop,
+        super().__init__(
+            service,
+            project=project,
+            first_interval=first_interval,
+            max_interval=max_interval,
+            error_interval=error_interval,
+            parallel=parallel,
+            poll=poll,
         )
+        self._post = post
 
-    def _runs_changed(self, paths: Iterable[Path] | None) -> None:
-        if paths is None:
-            self._scan_all()
-        else:
-            self._scan_paths(paths)
-
-    def _project_changed(self) -> None:
-        if self.project is not None:
-            self._post(ConfigChanged(self.service.open_project(self.project)))
-
-    def _read_sweeps(self) -> None:
-        sweeps = self.service.read_sweeps()
-        with self._lock:
-            if sweeps == self._sweeps:
-                return
-            self._sweeps = sweeps
-        self._post(SweepsChanged(sweeps))
-
-    def _initial_scan(self) -> None:
-        listing = list_records(self.runs_dir)
-        self._read_paths(listing[:FIRST_BATCH])
-        if len(listing) > FIRST_BATCH:
-            self._publish(complete=False)
-            # Let the UI show the first screenful before this thread takes the interpreter to
-            # read the rest.
-            self._stop.wait(FIRST_PAUSE)
-            self._read_paths(listing[FIRST_BATCH:])
-        self._publish(complete=True)
-
-    def _scan_all(self) -> None:
-        listing = list_records(self.runs_dir)
-        present = set(listing)
-        with self._lock:
-            gone = [path for path in self._records if path not in present]
-        changed = self._read_paths(listing) | self._forget(gone)
-        if changed:
-            self._publish(complete=True)
-
-    def _scan_paths(self, paths: Iterable[Path]) -> None:
-        existing: list[Path] = []
-        gone: list[Path] = []
-        for path in paths:
-            (existing if path.exists() else gone).append(path)
-        if self._read_paths(existing) | self._forget(gone):
-            self._publish(complete=True)
-
-    def _forget(self, paths: Iterable[Path]) -> bool:
-        changed = False
-        with self._lock:
-            for path in paths:
-                record = self._records.pop(path, None)
-                if record is not None:
-                    changed = True
-                    if record.handle is not None:
-                        self._handles.pop(record.handle.run_id, None)
-                        self._polls.pop(record.handle.run_id, None)
-        return changed
-
-    def _read_paths(self, paths: Iterable[Path]) -> bool:
-        changed = False
-        for path in paths:
-            try:
-                info = path.stat()
-            except FileNotFoundError:
-                changed |= self._forget([path])
-                continue
-            except OSError as error:
-                record = Record((0, 0), None, f"cannot be read: {error}")
-            else:
-                stamp = (info.st_mtime_ns, info.st_size)
-                with self._lock:
-                    known = self._records.get(path)
-                if known is not None and known.stamp == stamp:
-                    continue
-                record = read_record(self.service.store, path, stamp)
-            changed = True
-            self._keep(path, record)
-        return changed
-
-    def _keep(self, path: Path, record: Record) -> None:
-        with self._lock:
-            old = self._records.get(path)
-            if old is not None and old.handle is not None:
-                self._handles.pop(old.handle.run_id, None)
-            self._records[path] = record
-            handle = record.handle
-            if handle is None:
-                self._polls.pop(path.stem, None)
-                return
-            self._handles[handle.run_id] = handle
-            if handle.run_id not in self._ended and handle.run_id not in self._polls:
-                self._polls[handle.run_id] = _Poll(due=0.0, interval=self._first)
-        self._wake.set()
-
-    def _publish(self, *, complete: bool) -> None:
-        with self._lock:
-            handles = sorted(
-                self._handles.values(),
-                key=lambda handle: (handle.submitted_at, handle.run_id),
-                reverse=True,
-            )
-            unreadable = {
-                path: record.reason
-                for path, record in sorted(self._records.items())
-                if record.reason is not None
-            }
-            self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
-            stored = self._stored
+    def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
+        """Post :class:`RunsChanged`."""
         self._post(RunsChanged(stored, complete))
 
-    # The poller -------------------------------------------------------------------------------
+    def on_sweeps_changed(self, sweeps: StoredSweeps) -> None:
+        """Post :class:`SweepsChanged`."""
+        self._post(SweepsChanged(sweeps))
 
-    def _poll_loop(self) -> None:
-        while not self._stop.is_set():
-            now = time.monotonic()
-            due: list[tuple[float, RunHandle]] = []
-            next_due: float | None = None
-            with self._lock:
-                for run_id, poll in self._polls.items():
-                    if poll.busy:
-                        continue
-                    if poll.due <= now:
-                        poll.busy = True
-                        handle = self._handles[run_id]
-                        due.append((handle.submitted_at.timestamp(), handle))
-                    elif next_due is None or poll.due < next_due:
-                        next_due = poll.due
-            for _, handle in sorted(due, key=lambda item: item[0], reverse=True):
-                try:
-                    self._pool.submit(self._poll_one, handle)
-                except RuntimeError:  # the pool was shut down: the monitor is stopping
-                    return
-            if self._dirty and (not due or now - self._saved_at >= 2.0):
-                self._save_final_states()
-            self._wake.wait(None if next_due is None else max(0.0, next_due - now))
-            self._wake.clear()
-        if self._dirty:
-            self._save_final_states()
+    def on_project_changed(self, project: Project) -> None:
+        """Post :class:`ConfigChanged`."""
+        self._post(ConfigChanged(project))
 
-    def _poll_one(self, handle: RunHandle) -> None:
-        try:
-            self._ask(handle)
-        finally:
-            self._wake.set()
+    def on_state_changed(
+        self, handle: RunHandle, state: RunState, previous: RunState | None
+    ) -> None:
+        """Post :class:`RunStateChanged`."""
+        self._post(RunStateChanged(handle.run_id, state, previous))
 
-    def _ask(self, handle: RunHandle) -> None:
-        run_id = handle.run_id
-        try:
-            state = self.service.status(handle)
-        except Exception as error:  # any failure is shown on the run's row, never raised
-            self._status_failed(run_id, str(error) or type(error).__name__)
-            return
-        ended: float | None = None
-        if state.is_final:
-            # The files' time when the backend keeps them here; else now, if this session saw
-            # the run unfinished; else unknown (a run found finished has no end time to show).
-            ended = self.service.ended_at_hint(handle)
-            with self._lock:
-                seen_running = self._states.get(run_id) is not None
-            if ended is None and seen_running:
-                ended = time.time()
-        with self._lock:
-            poll = self._polls.get(run_id)
-            changed = self._states.get(run_id) is not state
-            self._states[run_id] = state
-            if state.is_final:
-                self._ended[run_id] = ended
-                self._polls.pop(run_id, None)
-                self._dirty = True
-            elif poll is not None:
-                poll.interval = self._first if changed else min(poll.interval * 2, self._max)
-                poll.due = time.monotonic() + poll.interval
-                poll.busy = False
-                poll.last_error = None
-        if changed:
-            self._post(RunStateChanged(run_id, state))
+    def on_status_failed(self, run_id: str, reason: str) -> None:
+        """Post :class:`RunStatusFailed`."""
+        self._post(RunStatusFailed(run_id, reason))
 
-    def _status_failed(self, run_id: str, reason: str) -> None:
-        with self._lock:
-            poll = self._polls.get(run_id)
-            if poll is None:
-                return
-            repeated = poll.last_error == reason
-            poll.last_error = reason
-            poll.interval = min(max(poll.interval, self._first) * 2, self._error_max)
-            poll.due = time.monotonic() + poll.interval
-            poll.busy = False
-        if not repeated:
-            self._post(RunStatusFailed(run_id, reason))
-
-    # Final states, kept across sessions ------------------------------------------------------
-
-    def _load_final_states(self) -> None:
-        for run_id, (state, ended) in read_final_states(self._cache_path).items():
-            self._states[run_id] = state
-            self._ended[run_id] = ended
-
-    def _save_final_states(self) -> None:
-        # One save at a time, and a caller that finds one under way waits for it to be written
-        # (so ``stop`` returns only once every final state it knows of is on disk).
-        with self._save_lock:
-            with self._lock:
-                if not self._dirty:
-                    return
-                self._dirty = False
-                runs = {
-                    run_id: (self._states[run_id], ended) for run_id, ended in self._ended.items()
-                }
-            self._saved_at = time.monotonic()
-            write_final_states(self._cache_path, runs)
+    def on_launch_state(self, run_id: str, state: RunState) -> None:
+        """Post :class:`RunStateChanged` (with no previous state: not a backend's answer)."""
+        self._post(RunStateChanged(run_id, state))

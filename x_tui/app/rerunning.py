@@ -77,6 +77,10 @@ def rerun_plan(service: Service, handle: RunHandle) -> tuple[RunPlan, str]:
 
 def ask_rerun(screen: Screen[object], handle: RunHandle) -> None:
     """Ask to run the job again with the run's settings, then submit it and open the new run."""
+    from x_tui.app.read_only import refused
+
+    if refused(screen.app):
+        return
     app = screen.app
     question = Text("Run ")
     question.append_text(safe_text(handle.job, "bold"))

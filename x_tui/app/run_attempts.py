@@ -8,13 +8,13 @@ which it does not change) is the worker's list of every attempt, ``[{"task": ...
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from x_tui.compute.manifest import JobManifest
 from x_tui.compute.outputs import list_output_dir
+from x_tui.compute.record_files import RECORD_BYTES, parse_json
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import check_name
 from x_tui.compute.worker import ATTEMPTS_DIR, ATTEMPTS_NAME
@@ -50,9 +50,9 @@ def read_attempts(text: str | bytes) -> dict[str, tuple[Attempt, ...]]:
         RecordError: If it is not the worker's list of attempts; the message says what is wrong.
     """
     try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise RecordError(f"{ATTEMPTS_NAME}: not JSON ({error})") from None
+        data = parse_json(text, max_bytes=RECORD_BYTES)
+    except RecordError as error:
+        raise RecordError(f"{ATTEMPTS_NAME}: {error}") from None
     if not isinstance(data, list):
         raise RecordError(f"{ATTEMPTS_NAME}: expected an array of attempts")
     attempts: dict[str, list[Attempt]] = {}

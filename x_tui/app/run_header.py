@@ -1,6 +1,7 @@
-"""The run screen's header: the run's state as a badge and its id (then its progress, GPU use, cost
-so far and flags); job, backend, submission time, age and duration; the provider's details; and a
-notice line (a status or log-stream failure).
+"""The run screen's header: the run's state as a badge, its id and how long it has run (or ran),
+then its progress, GPU use, cost so far and flags; job, backend, submission time and age; the
+provider's details; and a notice line (a status or log-stream failure). What matters most comes
+first on the first line, so a narrow terminal cuts the rest.
 
 Every string from the run goes through ``safe_text``.
 """
@@ -18,6 +19,7 @@ from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds
 
 STATE_STYLES: dict[RunState | None, str] = {
+    RunState.SUBMITTING: "bold black on yellow",
     RunState.PENDING: "bold black on yellow",
     RunState.RUNNING: "bold white on dodger_blue2",
     RunState.SUCCEEDED: "bold black on green",
@@ -62,7 +64,7 @@ def header_renderable(
     settings_note: str | None = None,
     watch: Text | None = None,
 ) -> Group:
-    """The run's header: state and id; job, backend, submission time, age, duration; details.
+    """The run's header: state, id and duration; job, backend, submission time, age; details.
 
     Args:
         handle: The run.
@@ -81,21 +83,21 @@ def header_renderable(
     first = Text(label, style=STATE_STYLES.get(state, ""))
     first.append(" ")
     first.append_text(safe_text(handle.run_id, "bold"))
+    submitted = handle.submitted_at
+    if state is not None and state.is_final:
+        if ended_at is not None:
+            first.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
+    elif state is not None:
+        first.append(f" · running for {format_seconds((now - submitted).total_seconds())}")
     if watch is not None and watch.plain:
         first.append(" · ")
         first.append_text(watch)
-    submitted = handle.submitted_at.astimezone(dt.UTC)
     second = Text("job ")
     second.append_text(safe_text(handle.job, "bold"))
     second.append(" · ")
     second.append_text(safe_text(handle.backend, "bold"))
-    second.append(f" · submitted {submitted:%Y-%m-%d %H:%M:%S}Z")
+    second.append(f" · submitted {_moment_text(submitted)}")
     second.append(f" ({format_seconds((now - submitted).total_seconds())} ago)", style="dim")
-    if state is not None and state.is_final:
-        if ended_at is not None:
-            second.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
-    elif state is not None:
-        second.append(f" · running for {format_seconds((now - submitted).total_seconds())}")
     details = Text(style="dim")
     for index, (key, value) in enumerate(sorted(handle.details.items())):
         if index:
@@ -113,3 +115,11 @@ def header_renderable(
         line.no_wrap = True
         line.overflow = "ellipsis"
     return Group(*lines)
+
+
+def _moment_text(moment: dt.datetime) -> str:
+    """A moment in UTC, or with its own offset where UTC cannot hold it (year 1 or 9999)."""
+    try:
+        return f"{moment.astimezone(dt.UTC):%Y-%m-%d %H:%M:%S}Z"
+    except OverflowError:
+        return f"{moment:%Y-%m-%d %H:%M:%S%z}"

@@ -89,6 +89,4 @@ def read_record(store: RunStore, path: Path, stamp: Stamp) -> Record:
         handle = store.load(run_id)
     except UserError as error:
         return Record(stamp, None, str(error).removeprefix(f"{path}: "))
-    except (OSError, UnicodeDecodeError) as error:
-        return Record(stamp, None, f"cannot be read: {error}")
     return Record(stamp, handle, None)

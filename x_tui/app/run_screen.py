@@ -49,7 +49,7 @@ from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, SettingsOrigin
 from x_tui.widgets.devices_view import DevicesView
 from x_tui.widgets.live_devices import LiveDevices
-from x_tui.widgets.log_view import LogView
+from x_tui.widgets.log_view import LogPlace, LogView
 from x_tui.widgets.manifest_view import ManifestView
 from x_tui.widgets.metrics_view import MetricsView
 from x_tui.widgets.safe_text import safe_text
@@ -120,6 +120,8 @@ class RunScreen(RunActions, Screen[None]):
         *,
         follow: bool = True,
         clock: Callable[[], dt.datetime] = utc_now,
+        tab: str | None = None,
+        log_place: LogPlace | None = None,
     ) -> None:
         """Show ``handle``'s run.
 
@@ -127,9 +129,14 @@ class RunScreen(RunActions, Screen[None]):
             handle: The run.
             follow: Whether the combined log starts following its end.
             clock: Gives the current time (tests pass a fixed one).
+            tab: The tab to show once the run is read (a previous session's); the log's if
+                ``None`` or gone.
+            log_place: Where to open the combined log (a previous session's place in it).
         """
         super().__init__()
         self.handle = handle
+        self._reopen_tab = tab
+        self._reopen_place = log_place
         self.follow = follow
         self.clock = clock
         self.state: RunState | None = None
@@ -236,9 +243,17 @@ class RunScreen(RunActions, Screen[None]):
         self.query_one("#spec", SpecView).show_spec(loaded.spec, note=note)
         log_view = self.query_one("#combined-log", LogView)
         log_view.open(loaded.log_path)
+        if self._reopen_place is not None:
+            log_view.restore_place(self._reopen_place)
+            self._reopen_place = None
         if loaded.log_problem is not None:
             self._notice = safe_text(f"log: {loaded.log_problem}", "red")
         await self._apply_snapshot(loaded.snapshot)
+        if self._reopen_tab is not None:
+            tabs = self.query_one("#run-tabs", TabbedContent)
+            if self._reopen_tab in {pane.id for pane in tabs.query(TabPane)}:
+                tabs.active = self._reopen_tab
+            self._reopen_tab = None
         self.loaded = True
         self._update_header()
 

@@ -12,8 +12,8 @@ A retried task's earlier attempts are read by :mod:`x_tui.app.run_attempts`.
 
 from __future__ import annotations
 
-import json
 import os
+import stat
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +31,17 @@ from x_tui.compute.backend import SPEC_NAME, RunFiles
 from x_tui.compute.errors import UserError
 from x_tui.compute.log_metrics import METRICS_NAME
 from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
-from x_tui.compute.outputs import output_file, read_output
+from x_tui.compute.outputs import (
+    OutputTooLargeError,
+    OutsideOutputsError,
+    output_file,
+    read_output,
+)
+from x_tui.compute.record_files import (
+    RECORD_BYTES,
+    UnreadableRecordError,
+    read_json_file,
+)
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import JobSpec, check_name, read_job_spec
 from x_tui.compute.store import RunHandle, backend_state_dir
@@ -143,11 +153,12 @@ class RunReader:
         return fetched_copy(self.handle)
 
     def read(self, relative: str) -> bytes | None:
-        """One file of the run's outputs, or ``None`` when it cannot be read (yet).
+        """One file of the run's outputs, or ``None`` when there is none (yet).
 
         Raises:
-            UserError: If the backend cannot be built or did not answer in time, or the file is
-                a link, a special file or too large (:mod:`x_tui.compute.outputs`' rule).
+            UnreadableRecordError: If the file is a link, a special file or too large
+                (:mod:`x_tui.compute.outputs`' rule); the message says why.
+            UserError: If the backend cannot be built or did not answer in time.
         """
         outputs = self.outputs_dir()
         if outputs is not None:
@@ -155,6 +166,10 @@ class RunReader:
                 return read_output(outputs, relative)
             except OSError:
                 return None
+            except (OutsideOutputsError, OutputTooLargeError) as error:
+                # Refused by the outputs' one rule: named like any unreadable record, and the
+                # run's other files are still read.
+                raise UnreadableRecordError(str(error)) from None
         return self.service.peek(self.handle, relative)
 
     def source(self) -> str:
@@ -173,13 +188,16 @@ class RunReader:
             What the files say; a file that cannot be read is named with the reason instead.
         """
         source = self.source()
+        problem: str | None = None
         try:
             manifest_bytes = self.read(MANIFEST_NAME)
+        except UnreadableRecordError as error:
+            problem = f"{MANIFEST_NAME}: {error}"
+            manifest_bytes = None
         except Exception as error:  # a provider's failure is reported, never raised to the UI
             reachable = self.outputs_dir() is not None  # here, but refused by the outputs' rule
             return RunSnapshot(manifest_problem=_reason(error), source=source, reachable=reachable)
         manifest: JobManifest | None = None
-        problem: str | None = None
         if manifest_bytes is not None:
             try:
                 manifest = parse_manifest(manifest_bytes, source=MANIFEST_NAME)
@@ -188,11 +206,17 @@ class RunReader:
         devices_log: str | None = None
         attempts: dict[str, tuple[Attempt, ...]] = {}
         attempts_problem: str | None = None
+        raw_devices: bytes | None = None
+        raw_attempts: bytes | None = None
         try:
-            raw_devices = (
-                self.read(DEVICES_LOG) if manifest is None or manifest.devices is None else None
-            )
+            if manifest is None or manifest.devices is None:
+                try:
+                    raw_devices = self.read(DEVICES_LOG)
+                except UnreadableRecordError as error:
+                    devices_log = f"{DEVICES_LOG}: {error}"
             raw_attempts = self.read(ATTEMPTS_NAME)
+        except UnreadableRecordError as error:
+            attempts_problem = f"{ATTEMPTS_NAME}: {error}"
         except Exception as error:  # as above
             raw_devices, raw_attempts = None, None
             attempts_problem = _reason(error)
@@ -203,11 +227,7 @@ class RunReader:
                 attempts = read_attempts(raw_attempts)
             except RecordError as error:
                 attempts_problem = str(error)
-        try:
-            telemetry = read_telemetry(self.read(TELEMETRY_NAME))
-            metrics = read_metrics(self.read(METRICS_NAME))
-        except Exception:  # as above: the side files are extras, never a failure of the run
-            telemetry, metrics = None, RunMetrics()
+        telemetry, metrics = self._side_files()
         outputs = self.outputs_dir()
         kept = kept_attempts(outputs) if outputs is not None else None
         attempts = earlier_attempts(attempts, manifest, kept)
@@ -227,6 +247,13 @@ class RunReader:
             metrics=metrics,
         )
 
+    def _side_files(self) -> tuple[Telemetry | None, RunMetrics]:
+        """The worker's telemetry and metrics side files, as far as they can be read."""
+        try:
+            return read_telemetry(self.read(TELEMETRY_NAME)), read_metrics(self.read(METRICS_NAME))
+        except Exception:  # the side files are extras, never a failure of the run
+            return None, RunMetrics()
+
     def _can_peek(self) -> bool:
         from x_tui.compute.backend import Capability, capabilities_of
 
@@ -243,11 +270,15 @@ class RunReader:
         """
         for path in self._spec_candidates():
             try:
-                text = path.read_text(encoding="utf-8")
-            except OSError:
+                data = read_json_file(path, max_bytes=RECORD_BYTES)
+            except FileNotFoundError:
                 continue
+            except RecordError as error:
+                return None, f"{path}: {error}"
+            if not isinstance(data, Mapping):
+                return None, f"{path}: a spec is a JSON object, not {type(data).__name__}"
             try:
-                return read_job_spec(json.loads(text)), f"staged spec: {path}"
+                return read_job_spec(data), f"staged spec: {path}"
             except (ValueError, RecordError) as error:
                 return None, f"{path}: {error}"
         return None, f"no staged spec of this {self.handle.backend} run is kept on this machine"
@@ -306,9 +337,12 @@ class RunReader:
             return target if self._can_peek() else None
         target.parent.mkdir(parents=True, exist_ok=True)
         try:
-            size = target.stat().st_size
+            info = target.lstat()
         except FileNotFoundError:
             size = -1
+        else:
+            # A copy that is not a regular file (a FIFO, a link) is not trusted: replaced below.
+            size = info.st_size if stat.S_ISREG(info.st_mode) else -1
         if size >= 0 and len(data) >= size:
             with target.open("rb") as existing:
                 same_start = existing.read(min(size, 1 << 20)) == data[: min(size, 1 << 20)]

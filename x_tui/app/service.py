@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Protocol, cast
 
@@ -33,12 +33,17 @@ from x_tui.compute.errors import ConfigError, UserError
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.operations import JobList, Project, RunPlan
 from x_tui.compute.outputs import OutsideOutputsError, read_output
+from x_tui.compute.run_removal import Removal
 from x_tui.compute.store import RunHandle, RunStore, StoredRuns, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
 
 
 class _LocalFiles(Protocol):
     def run_files(self, handle: RunHandle) -> RunFiles: ...
+
+
+class _Statuses(Protocol):
+    def statuses(self, handles: Sequence[RunHandle]) -> Mapping[str, RunState | Exception]: ...
 
 
 class _Peeks(Protocol):
@@ -270,13 +275,51 @@ class Service:
             what=f"status of {handle.run_id}",
         )
 
+    def statuses(self, handles: Sequence[RunHandle]) -> Mapping[str, RunState | Exception] | None:
+        """Where each of many runs of one backend is, in one call, if the backend can say so.
+
+        Args:
+            handles: Runs with the same backend and settings.
+
+        Returns:
+            By run id, its state or the error it could not be read with; ``None`` when the
+            backend does not declare ``Capability.STATUSES`` (ask :meth:`status` per run).
+
+        Raises:
+            UserError: If the backend cannot be built.
+            ProviderError: If it did not answer within the status deadline.
+        """
+        if not handles:
+            return {}
+        backend = self.backend(handles[0])
+        if Capability.STATUSES not in capabilities_of(backend):
+            return None
+        batch = cast(_Statuses, backend)
+        return call_with_deadline(
+            lambda: batch.statuses(handles),
+            seconds=self.deadlines.status,
+            backend=handles[0].backend,
+            what=f"status of {len(handles)} runs",
+        )
+
     def cancel(self, handle: RunHandle) -> None:
         """Stop the run (a run that already ended is left as it is).
+
+        A run still being submitted (known from its launch record only) is stopped by its
+        submitter as soon as its submit finishes.
 
         Raises:
             UserError: If the backend cannot be built.
             ProviderError: If it did not answer within the cancel deadline.
         """
+        from x_tui.compute.launches import SUBMITTING, LaunchBook
+
+        book = LaunchBook(self.store)
+        launch = book.load(handle.run_id)
+        if launch is not None and not self.store.path_of(handle.run_id).exists():
+            if launch.state == SUBMITTING:
+                book.ask_cancel(handle.run_id)
+            return
         backend = self.backend(handle)
         call_with_deadline(
             lambda: backend.cancel(handle),
@@ -306,6 +349,26 @@ class Service:
             seconds=self.deadlines.fetch,
             backend=handle.backend,
             what=f"fetch of {handle.run_id}",
+        )
+
+    def delete(self, handle: RunHandle) -> Removal:
+        """Delete a finished run's local files, x-tui's spooled log of it, then its record.
+
+        Returns:
+            What was removed.
+
+        Raises:
+            RunStillGoingError: If the run has not ended (nothing is removed).
+            UserError: If the backend cannot be built or the record names an unexpected
+                directory.
+            OSError: If a file cannot be removed (the record is kept then).
+        """
+        from x_tui.compute.run_removal import delete_run
+
+        state = self.status(handle)  # within the status deadline; the removal takes its time
+        spooled = self.logs_dir / f"{handle.run_id}.log"
+        return delete_run(
+            handle, self.backend(handle), self.store, side_files=(spooled,), state=state
         )
 
     def run_files(self, handle: RunHandle) -> RunFiles | None:

@@ -3,6 +3,8 @@
 ```toml
 theme = "textual-dark"      # any Textual theme ("textual-ansi" uses the terminal's palette)
 low_bandwidth = false       # fewer frames per second, batched log updates, no animation
+wrap = true                 # wrap long log lines (written by the log view's `w`; unset: wrap
+                            # below 100 columns)
 
 handle_version = 1          # run handles substrax 0.1.x reads (default: by the project's uv.lock)
 
@@ -27,6 +29,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from x_tui.app.notify_settings import NotifySettings, read_notify
+
 CONFIG_ENV = "X_TUI_CONFIG"
 """Names the settings file to read instead of the default one."""
 
@@ -40,7 +44,10 @@ LOW_BANDWIDTH_SLOWDOWN = 3.0
 """How many times less often, under the low-bandwidth profile, the run monitor asks backends for
 states and the runs table and run screen redraw and re-read what they show."""
 
-_KNOWN = ("theme", "low_bandwidth", "keys", "handle_version")
+_KNOWN = ("theme", "low_bandwidth", "wrap", "keys", "handle_version", "notify")
+
+NARROW_COLUMNS = 100
+"""Below this many columns, log lines wrap unless the user chose otherwise (``wrap``)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -51,15 +58,20 @@ class Settings:
         theme: The Textual theme's name; ``None`` keeps Textual's default.
         low_bandwidth: Fewer frames per second, batched log updates and no animation, for slow
             SSH links.
+        wrap: Whether log views wrap long lines; ``None`` (not chosen yet) wraps on terminals
+            narrower than :data:`NARROW_COLUMNS`. The log view's ``w`` writes it.
         keys: Keys by binding id (``"main.submit"``, ``"app.quit"``...), each a comma-separated
             list of Textual key names; applied with ``App.set_keymap``.
+        notify: Which run events to announce, and how (the ``[notify]`` table).
         path: The file these were read from (whether or not it exists).
         problems: What in the file could not be used, each naming the file and the key.
     """
 
     theme: str | None = None
     low_bandwidth: bool = False
+    wrap: bool | None = None
     keys: Mapping[str, str] = field(default_factory=dict)
+    notify: NotifySettings = field(default_factory=NotifySettings)
     path: Path | None = None
     problems: tuple[str, ...] = ()
 
@@ -72,6 +84,57 @@ def is_low_bandwidth(app: object) -> bool:
 def refresh_scale(app: object) -> float:
     """How many times longer ``app``'s refresh intervals are: see :data:`LOW_BANDWIDTH_SLOWDOWN`."""
     return LOW_BANDWIDTH_SLOWDOWN if is_low_bandwidth(app) else 1.0
+
+
+def wraps_logs(settings: Settings | None, columns: int) -> bool:
+    """Whether a new log view wraps: the user's choice, else whether the terminal is narrow.
+
+    Args:
+        settings: The user's settings, if any.
+        columns: The terminal's width.
+    """
+    if settings is not None and settings.wrap is not None:
+        return settings.wrap
+    return columns < NARROW_COLUMNS
+
+
+def save_setting(path: Path, key: str, value: bool | str) -> None:
+    """Set one top-level setting in the settings file, keeping the rest (comments included).
+
+    The file is rewritten through a temporary file and a rename, so a failure leaves it as it
+    was; a file that is not valid TOML is left alone.
+
+    Args:
+        path: The settings file (created, with its directory, when missing).
+        key: The setting, one of the top-level keys this module knows.
+        value: Its new value.
+
+    Raises:
+        OSError: If the file cannot be written, or cannot be read back as TOML.
+    """
+    import tempfile
+
+    import tomlkit
+    import tomlkit.exceptions
+
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        text = ""
+    try:
+        document = tomlkit.parse(text)
+    except tomlkit.exceptions.ParseError as error:
+        raise OSError(f"{path}: not valid TOML, left as it is: {error}") from error
+    document[key] = value
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(tomlkit.dumps(document))
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
 
 
 def settings_path() -> Path:
@@ -98,7 +161,9 @@ def load_settings(path: Path | None = None) -> Settings:
     document = _read(path, problems)
     theme: str | None = None
     low_bandwidth = False
+    wrap: bool | None = None
     keys: dict[str, str] = {}
+    notify = NotifySettings()
     for key, value in document.items():
         if key == "theme":
             if isinstance(value, str) and value.strip():
@@ -110,8 +175,15 @@ def load_settings(path: Path | None = None) -> Settings:
                 low_bandwidth = value
             else:
                 problems.append(f"{path}: low_bandwidth: expected true or false, got {value!r}")
+        elif key == "wrap":
+            if isinstance(value, bool):
+                wrap = value
+            else:
+                problems.append(f"{path}: wrap: expected true or false, got {value!r}")
         elif key == "keys":
             keys = _keys(path, value, problems)
+        elif key == "notify":
+            notify = read_notify(path, value, problems)
         elif key == "handle_version":
             # Read where runs are submitted (x_tui.compute.handle_versions); checked here too.
             if value not in (1, 2) or isinstance(value, bool):
@@ -123,7 +195,9 @@ def load_settings(path: Path | None = None) -> Settings:
     return Settings(
         theme=theme,
         low_bandwidth=low_bandwidth,
+        wrap=wrap,
         keys=keys,
+        notify=notify,
         path=path,
         problems=tuple(problems),
     )

@@ -7,6 +7,10 @@ Submit button has the focus) plans once more from the fields as they are and sub
 detached: closing x-tui never stops the run. The new run's screen replaces this one. A refusal
 (an unknown accelerator, missing credentials, an unreachable provider) is shown here; nothing is
 submitted and the fields stay as they were.
+
+A plan may carry a warning (``x_tui.compute.plan_warnings``: the local backend on a machine
+without the accelerator asked for): it is shown above the plan, and ``enter`` submits only once
+the user has acknowledged it with ``a``.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from rich.console import Group
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -30,9 +35,13 @@ from x_tui.app.plan_preview import missing_secrets, plan_renderable
 from x_tui.app.submits import SubmitProgress, SubmitStillGoing
 from x_tui.compute import operations
 from x_tui.compute.operations import Project, RunPlan
+from x_tui.compute.plan_warnings import plan_warning
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds
+
+WARNING_STYLE = "bold dark_orange"
+"""How a plan's warning is shown."""
 
 DEBOUNCE_SECONDS = 0.3
 """How long the fields must stay unchanged before the preview is planned again."""
@@ -50,8 +59,10 @@ class SubmitScreen(Screen[None]):
     | Key | Description |
     | :- | :- |
     | enter | Submit (the Submit button has the focus). |
+    | a | Acknowledge the plan's warning (needed before submitting). |
     | escape | Back, submitting nothing. |
     | tab | Next field. |
+    | ctrl+x | Show and copy the equivalent ``x-tui run`` command. |
     """
 
     HELP_TITLE = "Submit screen"
@@ -59,6 +70,8 @@ class SubmitScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back", id="submit.back"),
         Binding("enter", "submit", "Submit", id="submit.submit"),
+        Binding("a", "acknowledge", "Acknowledge warning", id="submit.acknowledge"),
+        Binding("ctrl+x", "command_line", "Command", show=False, id="submit.command_line"),
     ]
 
     def __init__(self, job: str, *, project: Project | None = None) -> None:
@@ -78,6 +91,10 @@ class SubmitScreen(Screen[None]):
         self._generation = 0
         self._debounce: Timer | None = None
         self._prefilled: str | None = None
+        self.warning: str | None = None
+        """The warning of the plan shown (the user must acknowledge it before submitting)."""
+        self.acknowledged: str | None = None
+        """The warning the user acknowledged with ``a``."""
 
     def compose(self) -> ComposeResult:
         """Title, the fields, the buttons and status, the preview."""
@@ -183,15 +200,62 @@ class SubmitScreen(Screen[None]):
             if not accelerator.value:
                 with self.prevent(Input.Changed):
                     accelerator.value = self._prefilled
+        self.warning = plan_warning(plan.provider_request)
+        self.refresh_bindings()
         if error is not None:
             # A required secret not set in this shell: submit would be refused, so say it now.
             self._status(safe_text(f"Cannot submit: {error}", "bold red"))
+        elif self._needs_acknowledging():
+            self._status(
+                Text("Warning below: a acknowledges it, then enter submits", WARNING_STYLE)
+            )
         elif not self.submitting:
             self._status(Text("Ready: enter submits; the run is detached"))
-        preview.update(plan_renderable(plan, problem=error))
+        rendered = plan_renderable(plan, problem=error)
+        if self.warning is not None:
+            heading = Text("⚠ ", style=WARNING_STYLE)
+            heading.append_text(safe_text(self.warning, WARNING_STYLE))
+            rendered = Group(heading, Text(""), rendered)
+        preview.update(rendered)
+
+    def _needs_acknowledging(self) -> bool:
+        return self.warning is not None and self.warning != self.acknowledged
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer ``a`` only while a warning waits to be acknowledged."""
+        if action == "acknowledge":
+            return self._needs_acknowledging()
+        return True
+
+    def action_acknowledge(self) -> None:
+        """Accept the plan's warning: ``enter`` submits now."""
+        if self.warning is None:
+            return
+        self.acknowledged = self.warning
+        self.refresh_bindings()
+        if not self.submitting:
+            self._status(Text("Warning acknowledged: enter submits; the run is detached"))
 
     def _status(self, text: Text) -> None:
         self.query_one("#submit-status", Static).update(text)
+
+    def command_line(self) -> str:
+        """The ``x-tui run`` command that submits what the fields say now."""
+        from x_tui.app.command_lines import run_command, shell_line
+
+        fields = self._fields()
+        root = self.project.root if self.project is not None else None
+        return shell_line(
+            run_command(
+                self.job, backend=fields.backend, accelerator=fields.accelerator, project=root
+            )
+        )
+
+    def action_command_line(self) -> None:
+        """Show and copy the equivalent ``x-tui run`` command (OSC 52, so it works over SSH)."""
+        line = self.command_line()
+        self.app.copy_to_clipboard(line + "\n")
+        notify(self.app, f"{line}\n(copied)")
 
     # Submitting -------------------------------------------------------------------------------
 
@@ -199,7 +263,16 @@ class SubmitScreen(Screen[None]):
     @on(Input.Submitted, "#submit-accelerator")
     def action_submit(self) -> None:
         """Plan from the fields as they are and submit that, detached."""
-        if self.submitting or self.project is None:
+        from x_tui.app.read_only import refused
+
+        if self.submitting or self.project is None or refused(self.app):
+            return
+        if self._needs_acknowledging():
+            self._status(
+                Text("Not submitted: press a to acknowledge the warning first", WARNING_STYLE)
+            )
+            self.query_one("#submit-go", Button).focus()
+            self.app.bell()
             return
         self.submitting = True
         self.query_one("#submit-go", Button).disabled = True
@@ -233,6 +306,11 @@ class SubmitScreen(Screen[None]):
             _from_thread(app, self._submit_failed, describe_error(error))
             return
         _from_thread(app, self._submitted, handle)
+        from x_tui.app.watch_starter import start_watcher_if_asked
+
+        settings = getattr(app, "settings", None)
+        if settings is not None:
+            start_watcher_if_asked(settings.notify, service.state_dir)
 
     def _progress(self, progress: SubmitProgress) -> None:
         if not self.is_attached or not self.submitting:

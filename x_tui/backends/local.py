@@ -57,6 +57,7 @@ from x_tui.backends.local_plan import (
     worker_command,
 )
 from x_tui.compute.backend import (
+    SPEC_NAME,
     Capability,
     RunFiles,
     RunState,
@@ -66,6 +67,8 @@ from x_tui.compute.backend import (
 from x_tui.compute.errors import BadRecordError, ConfigError, ProviderError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
+from x_tui.compute.launches import KILL_AT_ENV, TRACE_ENV, LaunchRecord, RunLaunch
+from x_tui.compute.log_pieces import LineSplitter, LogPiece, lines_of
 from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
 from x_tui.compute.outputs import UnsafeOutputsError, copy_outputs, read_output
 from x_tui.compute.records import JsonValue, RecordError
@@ -81,6 +84,8 @@ WORKER_LOG: Final = "worker.log"
 CANCELLED: Final = "cancelled"
 POLL_SECONDS: Final = 0.05
 """How often a followed log is read again once it has been read to its end."""
+READ_BYTES: Final = 1 << 16
+"""How much of ``worker.log`` one read takes: the most a log piece holds."""
 EXIT_WAIT_SECONDS: Final = 5.0
 """How long a followed log waits, once the run is final, for the worker to exit and flush."""
 
@@ -147,8 +152,8 @@ class LocalBackend:
 
     Attributes:
         name: ``"local"``.
-        capabilities: Local files, peek, plan, the resource request, x-tui's job extensions
-            and this machine's accelerators.
+        capabilities: Local files, peek, plan, the resource request, x-tui's job extensions,
+            this machine's accelerators and the log in pieces.
         unbilled: Why a local run has no cost estimate.
         settings: The validated settings.
     """
@@ -163,6 +168,8 @@ class LocalBackend:
             Capability.REQUEST,
             Capability.EXTENSIONS,
             Capability.ACCELERATORS,
+            Capability.LAUNCH,
+            Capability.LOG_PIECES,
         }
     )
 
@@ -198,6 +205,7 @@ class LocalBackend:
         request: ResourceRequest | None = None,
         extensions: JobExtensions | None = None,
         secrets: SecretValues | None = None,
+        launch: RunLaunch | None = None,
     ) -> RunHandle:
         """Stage the run and start its worker, detached.
 
@@ -209,6 +217,8 @@ class LocalBackend:
                 worker), dependencies (not provisioned) and secrets.
             secrets: The captured secret values, put in the worker's environment at spawn
                 (its tasks inherit them); never written to a file.
+            launch: The shared submit path's launch record: the run directory is named in it
+                before it is made, and the worker's pid as soon as it is started.
 
         Returns:
             The handle; its details hold ``pid``, ``run_dir`` and ``start_time``.
@@ -219,11 +229,11 @@ class LocalBackend:
         """
         extensions = extensions if extensions is not None else JobExtensions()
         refuse_platform_secrets(extensions)
-        run = new_run(spec, project, settings=self.settings.table())
+        run = new_run(spec, project, settings=self.settings.table(), launch=launch)
         run_dir = stage_run(self.runs, run)
-        write_worker_zipapp(run_dir)
+        write_worker_zipapp(run_dir, step=run.step)
         table = extensions.retries.worker_table([task.name for task in spec.tasks])
-        retries = write_retries_file(run_dir, table)
+        retries = write_retries_file(run_dir, table, step=run.step)
         interpreter = default_interpreter(run.project, self.settings.python)
         command = worker_command(
             interpreter,
@@ -233,6 +243,8 @@ class LocalBackend:
             watch=extensions.watch,
         )
         marker = new_marker(run.run_id)
+        (run_dir / WORKER_LOG).touch()
+        run.step("worker log made")
         try:
             # Kept before anything starts: every process of the run can be found from then on.
             write_marker(run_dir, marker)
@@ -241,6 +253,7 @@ class LocalBackend:
                 cwd=run.project,
                 log=run_dir / WORKER_LOG,
                 env=_worker_environment(secrets, marker=marker),
+                step=run.step,
             )
         except OSError as error:
             shutil.rmtree(run_dir, ignore_errors=True)
@@ -252,8 +265,41 @@ class LocalBackend:
             raise ConfigError(
                 f"{source}: cannot start {interpreter[0]!r}: {error.strerror or error}"
             ) from None
+        run.step("worker started")
         details = {"pid": str(pid), "run_dir": str(run_dir), "start_time": start_time}
+        run.started(details)
         return run.handle(NAME, details)
+
+    def adopt(self, record: LaunchRecord) -> RunHandle | str:
+        """The run a submitter that died left, from its launch record.
+
+        The worker is the one the record names (pid and start time), else the live process
+        whose command line runs this run's staged spec (``--spec <run_dir>/spec.json``: a
+        submitter killed between starting the worker and recording it). When there is none
+        and the worker never wrote its outputs, the half-staged directory is removed.
+
+        Args:
+            record: The launch record; only its run id locates the run's directory.
+
+        Returns:
+            The run's handle, or why there is no run.
+        """
+        run_dir = self.runs / record.run_id
+        details = dict(record.details)
+        if details.get("pid", "").isdigit() and details.get("run_dir") == str(run_dir):
+            return record.handle(details, settings=self.settings.table())
+        found = local_process.find_worker(str(run_dir / SPEC_NAME))
+        if found is not None:
+            pid, start_time = found
+            found_details = {"pid": str(pid), "run_dir": str(run_dir), "start_time": start_time}
+            return record.handle(found_details, settings=self.settings.table())
+        if (run_dir / OUTPUTS).exists():
+            return (
+                "the submitting process died as the worker started, before recording it, and"
+                f" no live worker of the run was found; its files are kept in {run_dir}"
+            )
+        shutil.rmtree(run_dir, ignore_errors=True)
+        return "the submitting process died before the worker started (nothing ran)"
 
     def status(self, handle: RunHandle) -> RunState:
         """Where the run is: from its manifest, its ``cancelled`` marker and its worker.
@@ -292,11 +338,26 @@ class LocalBackend:
             follow: Keep reading until the run is final, then yield what is left and stop.
 
         Yields:
-            Each line; an unterminated last line once the run is final.
+            Each line; an unterminated last line once the run is final or no longer followed.
+        """
+        return lines_of(self.log_pieces(handle, follow=follow))
+
+    def log_pieces(self, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]:
+        """The same log as :meth:`logs`, in pieces of at most one read each.
+
+        ``worker.log`` is read in chunks of 64 KiB and never joined, so a line of any length
+        costs time linear in its length and bounded memory.
+
+        Args:
+            handle: The run.
+            follow: Keep reading until the run is final, then yield what is left and stop.
+
+        Yields:
+            The pieces; the last line is ended when the log stops, even without a newline.
         """
         run = _run_of(handle)
         path = run.run_dir / WORKER_LOG
-        pending = b""
+        splitter = LineSplitter()
         reader = None
         gone_since: float | None = None
         try:
@@ -306,11 +367,9 @@ class LocalBackend:
                         reader = path.open("rb")
                     except FileNotFoundError:
                         reader = None
-                chunk = reader.read(1 << 16) if reader is not None else b""
+                chunk = reader.read(READ_BYTES) if reader is not None else b""
                 if chunk:
-                    *lines, pending = (pending + chunk).split(b"\n")
-                    for line in lines:
-                        yield _decode(line)
+                    yield from splitter.feed(chunk)
                     continue
                 final = self.status(handle).is_final
                 if final and follow and self._alive(run):
@@ -320,12 +379,9 @@ class LocalBackend:
                         time.sleep(POLL_SECONDS)
                         continue
                 if final or not follow:
-                    if reader is not None:
-                        *lines, pending = (pending + reader.read()).split(b"\n")
-                        for line in lines:
-                            yield _decode(line)
-                    if pending and final:
-                        yield _decode(pending)
+                    while reader is not None and (chunk := reader.read(READ_BYTES)):
+                        yield from splitter.feed(chunk)
+                    yield from splitter.finish()
                     return
                 time.sleep(POLL_SECONDS)
         finally:
@@ -453,15 +509,14 @@ def _worker_environment(secrets: SecretValues | None = None, *, marker: str) -> 
     env = dict(os.environ)
     # x-tui's own virtual environment is not the project's; the interpreter is chosen explicitly.
     env.pop("VIRTUAL_ENV", None)
+    # The submit's fault points are the submitter's; a task that runs x-tui must not inherit them.
+    env.pop(KILL_AT_ENV, None)
+    env.pop(TRACE_ENV, None)
     # The worker's environment is its tasks' base layer; a secret reaches them only this way.
     env.update(secrets or {})
     # Every process of the run inherits it, and so can be found and stopped.
     env[MARKER_VARIABLE] = marker
     return env
-
-
-def _decode(line: bytes) -> str:
-    return line.removesuffix(b"\r").decode("utf-8", "replace")
 
 
 def _run_of(handle: RunHandle) -> _Run:

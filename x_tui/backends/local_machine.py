@@ -1,18 +1,22 @@
 """What this machine has, for the local backend's plan and its accelerator offers.
 
 CPU count and memory from the OS; GPUs from ``nvidia-smi`` when it is on ``PATH`` (none
-otherwise). A GPU's name (``NVIDIA H100 80GB HBM3``, ``Tesla T4``) is read into the hardware
-grammar's kind (``H100``, ``T4``) where it names one; an unknown GPU keeps its own name.
+otherwise), asked once per process (the answer is kept: a machine's GPUs do not change while x-tui
+runs, and each plan of the submit screen would otherwise start ``nvidia-smi``). A GPU's name
+(``NVIDIA H100 80GB HBM3``, ``Tesla T4``) is read into the hardware grammar's kind (``H100``,
+``T4``) where it names one; an unknown GPU keeps its own name.
 
 This module only reads; it never changes the machine.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import subprocess
 from collections import Counter
+from collections.abc import Sequence
 
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.records import JsonValue
@@ -54,8 +58,9 @@ def gpu_names() -> tuple[str, ...]:
     return tuple(line.split(",")[0].strip() for line in gpu_lines())
 
 
+@functools.cache
 def gpu_lines() -> tuple[str, ...]:
-    """``<name>, <memory>`` per GPU, as ``nvidia-smi`` lists them (none without it)."""
+    """``<name>, <memory>`` per GPU, as ``nvidia-smi`` lists them (none without it); asked once."""
     nvidia_smi = shutil.which("nvidia-smi")
     if nvidia_smi is None:
         return ()
@@ -111,6 +116,33 @@ def runs_on(names: tuple[str, ...] | None = None) -> str:
         label = offer.kind if name == offer.kind else f"{offer.kind} ({name})"
         parts.append(f"{offer.counts[0]} x {label}")
     return "this machine: " + ", ".join(parts)
+
+
+def shortfall(asked: Sequence[tuple[str, int]], names: tuple[str, ...] | None = None) -> str | None:
+    """Why this machine cannot give any of the accelerator shapes asked for, or ``None``.
+
+    A local run does not wait for what is missing: it runs on what the machine has (CPUs only
+    without a GPU), which is why the submit screen asks the user to acknowledge this first.
+
+    Args:
+        asked: The shapes, as (kind, count) in order of preference.
+        names: The GPU names; ``nvidia-smi``'s when ``None``.
+
+    Returns:
+        A sentence naming what was asked and what this machine has; ``None`` when one shape fits.
+    """
+    if not asked:
+        return None
+    have: Counter[str] = Counter()
+    for offer in offers(names):
+        have[offer.kind.upper()] += offer.counts[0]
+    for kind, count in asked:
+        wanted = kind.upper().rstrip("!")
+        found = sum(n for have_kind, n in have.items() if have_kind.startswith(wanted))
+        if found >= count:
+            return None
+    shapes = " or ".join(f"{kind}:{count}" for kind, count in asked)
+    return f"the job asks for {shapes}; the local backend runs it on {runs_on(names)} instead"
 
 
 def machine() -> dict[str, JsonValue]:

@@ -18,6 +18,7 @@ from x_tui.backends import local_machine
 from x_tui.compute.backend import SPEC_NAME
 from x_tui.compute.errors import ConfigError
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
+from x_tui.compute.plan_warnings import WARNING_KEY
 from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.retries import RETRIES_NAME
 from x_tui.compute.spec import JobSpec
@@ -116,7 +117,8 @@ def describe_plan(
         run's id), ``provisions`` (a note that nothing is provisioned), ``not_provisioned``
         (the spec's extras, resources and mounts, and with ``extensions`` its dependencies,
         which are not), and ``machine`` (CPU count, memory in MiB, and the GPUs
-        ``nvidia-smi`` lists). With a ``request``, ``runs_on`` says what the run gets here;
+        ``nvidia-smi`` lists). With a ``request``, ``runs_on`` says what the run gets here, and
+        ``warning`` why it does not get the accelerator asked for (when it does not);
         with ``extensions``, ``secrets`` says how the named ones reach the tasks and
         ``retries`` gives the worker's retries file.
 
@@ -153,6 +155,11 @@ def describe_plan(
     if request is not None:
         plan["requested"] = str(request.accelerator) if request.accelerator else None
         plan["runs_on"] = local_machine.runs_on()
+        if request.accelerator is not None:
+            shapes = [(choice.kind, choice.count) for choice in request.accelerator.alternatives]
+            warning = local_machine.shortfall(shapes)
+            if warning is not None:
+                plan[WARNING_KEY] = warning
     if extensions is not None:
         refuse_platform_secrets(extensions)
         not_provisioned = plan["not_provisioned"]

@@ -28,7 +28,7 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -60,7 +60,12 @@ class ProcessInfo:
 
 
 def start_detached(
-    argv: Sequence[str], *, cwd: Path, log: Path, env: Mapping[str, str]
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    log: Path,
+    env: Mapping[str, str],
+    step: Callable[[str], None] | None = None,
 ) -> tuple[int, str]:
     """Start ``argv`` in a new session, its output appended to ``log``, and reap it when it ends.
 
@@ -69,6 +74,8 @@ def start_detached(
         cwd: Its working directory.
         log: The file its standard output and error go to (created or truncated).
         env: Its environment.
+        step: Called once the process is forked, before its start time is read (a fault
+            point of the submit).
 
     Returns:
         Its pid and its start time (see :attr:`ProcessInfo.start_time`).
@@ -87,6 +94,8 @@ def start_detached(
             start_new_session=True,
             close_fds=True,
         )
+    if step is not None:
+        step("worker process started, its start time not read yet")
     # Read the start time before anything can reap the process: a zombie still has it.
     info = _exec_finished(process)
     start_time = info.start_time if info is not None else ""
@@ -332,3 +341,31 @@ def _session_members(session: int) -> list[int]:
         if stat is not None and stat[0] not in ("Z", "X") and stat[2] == session:
             found.append(pid)
     return found
+
+
+def find_worker(spec: str) -> tuple[int, str] | None:
+    """The live process that runs the worker of the staged spec ``spec``, if there is one.
+
+    A worker is recognised by its arguments, never by a mention: ``--spec`` followed by exactly
+    ``spec`` (a run's own directory, unique to the run). Without ``/proc`` nothing is found.
+
+    Args:
+        spec: The staged run's ``<run_dir>/spec.json``.
+
+    Returns:
+        Its pid and start time (see :attr:`ProcessInfo.start_time`), or ``None``.
+    """
+    if not run_processes.has_proc():
+        return None
+    for pid in run_processes.process_ids():
+        if pid == os.getpid():
+            continue
+        info = _proc_info(pid)
+        if info is None or info.zombie:
+            continue
+        if any(
+            flag == "--spec" and value == spec
+            for flag, value in itertools.pairwise(info.argv or ())
+        ):
+            return pid, info.start_time
+    return None

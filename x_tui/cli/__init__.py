@@ -2,11 +2,12 @@
 
 ``x-tui`` opens the TUI on the project around the current directory and ``x-tui demo`` on a
 bundled demo project; ``jobs``, ``check``, ``plan``, ``run``, ``status``, ``logs``, ``metrics``,
-``fetch``, ``cancel``, ``teardown`` and ``backends`` run headless and never import Textual or
-Rich (a test checks ``sys.modules``). Exit status: 0 on success; 1 for a run that did not succeed, a
-``status`` that met an unreadable record, a ``check`` that found jobs substrax could not run, or
-a step of a ``cancel`` or ``teardown`` that failed; 2 for a refused command, with one line on
-stderr and no traceback; 130 when the user stops following a run, which goes on running.
+``fetch``, ``cancel``, ``delete``, ``teardown``, ``backends`` and ``watch`` run headless and never
+import Textual or Rich (a test checks ``sys.modules``). Exit status: 0 on success; 1 for a run that
+did not succeed, a ``status`` that met an unreadable record, a ``check`` that found jobs substrax
+could not run, a step of a ``cancel`` or ``teardown`` that failed, or a ``delete`` the user
+declined; 2 for a refused command, with one line on stderr and no traceback; 130 when the user stops
+following a run, which goes on running.
 
 Only the parser is imported at start; each verb imports what it needs when it runs.
 """
@@ -48,10 +49,22 @@ def _verb(name: str) -> Callable[[argparse.Namespace], int]:
         from x_tui.cli.metrics_verb import metrics
 
         return metrics
+    if name == "serve":
+        from x_tui.cli.serve_verb import serve
+
+        return serve
+    if name == "watch":
+        from x_tui.cli.watch_verb import watch
+
+        return watch
     if name == "teardown":
         from x_tui.cli.teardown_verb import teardown
 
         return teardown
+    if name == "delete":
+        from x_tui.cli.delete_verb import delete
+
+        return delete
     from x_tui.cli import run_verbs
 
     return getattr(run_verbs, name)  # type: ignore[no-any-return]

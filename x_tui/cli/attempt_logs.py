@@ -20,13 +20,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, cast
 
-from x_tui.cli.output import escaped, log_writer, say
+from x_tui.cli.output import log_writer, say
 from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, capabilities_of
 from x_tui.compute.errors import BadRecordError, UserError
 from x_tui.compute.operations import fetch_root
 from x_tui.compute.outputs import OutputTooLargeError, OutsideOutputsError, read_output
 from x_tui.compute.records import RecordError
 from x_tui.compute.retries import ATTEMPTS_DIR, ATTEMPTS_NAME, AttemptEntry, parse_attempts
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle
 
 Reader = Callable[[str], bytes | None]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from x_tui.cli.output import escaped, print_json, say
+from x_tui.cli.output import print_json, say
 from x_tui.compute.backend import capabilities_of
 from x_tui.compute.errors import UnknownBackendError, UserError
 from x_tui.compute.operations import (
@@ -23,6 +23,8 @@ from x_tui.compute.operations import (
     open_project,
 )
 from x_tui.compute.records import JsonValue
+from x_tui.compute.registry import close_name
+from x_tui.compute.sanitize import escaped
 
 EXIT_OK = 0
 
@@ -75,7 +77,7 @@ def _offer_lines(offers: BackendOffers) -> list[str]:
     if not offers.offers:
         lines.append("  no accelerators")
     else:
-        width = max(len(offer.kind) for offer in offers.offers)
+        width = max(len(escaped(offer.kind)) for offer in offers.offers)
         lines.append(f"  {'KIND':<{width}}  {'PER NODE':<8}  {'PER HOUR':>9}  NOTE")
         for offer in offers.offers:
             lines.append(
@@ -107,7 +109,8 @@ def backends(args: argparse.Namespace) -> int:
     if args.backend is not None:
         if args.backend not in names:
             raise UnknownBackendError(
-                f"no compute backend named '{args.backend}'; registered: {', '.join(names)}"
+                f"no compute backend named '{args.backend}'{close_name(args.backend, names)};"
+                f" registered: {', '.join(names)}"
             )
         names = (args.backend,)
     settings = _settings(args)
@@ -128,7 +131,7 @@ def backends(args: argparse.Namespace) -> int:
             continue
         shown = ", ".join(capabilities) if capabilities else "-"
         say(
-            f"{name}  {escaped(shown)}"
+            f"{escaped(name)}  {escaped(shown)}"
             + (f"  (cannot be used here: {escaped(problem)})" if problem else "")
         )
         if offers is not None:

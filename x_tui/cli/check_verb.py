@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 import json
 
-from x_tui.cli.output import escaped, print_json, say
+from x_tui.cli.output import print_json, say
 from x_tui.compute.operations import Project
 from x_tui.compute.overlays import Blocker, overlay_fix, substrax_blockers
+from x_tui.compute.sanitize import escaped
 
 EXIT_NONE = 0
 EXIT_SOME = 1

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import shlex
 
-from x_tui.cli.output import escaped
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.spec import JobSpec, Resources
 
 
@@ -20,7 +20,7 @@ def seconds_text(seconds: float) -> str:
 
 def resources_text(resources: Resources) -> str:
     """What a job asks the machine for, such as ``H100:8, 32 cpu, 65536 MiB``."""
-    parts = [str(resources.accelerator) if resources.accelerator else "no accelerator"]
+    parts = [escaped(str(resources.accelerator)) if resources.accelerator else "no accelerator"]
     if resources.cpu is not None:
         parts.append(f"{resources.cpu:g} cpu")
     if resources.memory_mib is not None:
@@ -38,14 +38,14 @@ def job_summary(spec: JobSpec) -> str:
     count = len(spec.tasks)
     tasks = f"{count} task" + ("" if count == 1 else "s")
     return (
-        f"{spec.name}  {tasks}  {resources_text(spec.resources)}  "
+        f"{escaped(spec.name)}  {tasks}  {resources_text(spec.resources)}  "
         f"timeout {seconds_text(spec.timeout_seconds)}"
     )
 
 
 def job_lines(spec: JobSpec) -> list[str]:
     """Everything a resolved job holds, one fact per line, tasks indented."""
-    lines = [f"job {spec.name}"]
+    lines = [f"job {escaped(spec.name)}"]
     lines.append(f"  timeout     {seconds_text(spec.timeout_seconds)}")
     lines.append(f"  resources   {resources_text(spec.resources)}")
     if spec.extras:
@@ -60,12 +60,15 @@ def job_lines(spec: JobSpec) -> list[str]:
     for key, value in spec.env.items():
         lines.append(f"  env         {escaped(key)}={escaped(value)}")
     for mount in spec.mounts:
-        lines.append(f"  mount       {mount.name} at {escaped(mount.path)} ({mount.access.value})")
-    lines.append("  tasks")
-    width = max(len(task.name) for task in spec.tasks)
-    for task in spec.tasks:
         lines.append(
-            f"    {task.name:<{width}}  {argv_text(task.argv)}"
+            f"  mount       {escaped(mount.name)} at {escaped(mount.path)} ({mount.access.value})"
+        )
+    lines.append("  tasks")
+    names = [escaped(task.name) for task in spec.tasks]
+    width = max(len(name) for name in names)
+    for name, task in zip(names, spec.tasks, strict=True):
+        lines.append(
+            f"    {name:<{width}}  {argv_text(task.argv)}"
             f"  (at most {seconds_text(task.timeout_seconds)})"
         )
     return lines

@@ -7,9 +7,10 @@ from pathlib import Path
 
 from x_tui.cli.check_verb import blocked_text, substrax_blocked
 from x_tui.cli.describe import job_lines, job_summary
-from x_tui.cli.output import complain, escaped, print_json, say
+from x_tui.cli.output import complain, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
-from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, follow_logs
+from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, follow_logs
+from x_tui.compute.launches import fault_point
 from x_tui.compute.operations import (
     Project,
     RunPlan,
@@ -24,6 +25,7 @@ from x_tui.compute.operations import (
 )
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import dump_record
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.sweeps import SweepAxis, parse_sweep
 
 
@@ -48,7 +50,8 @@ def jobs(args: argparse.Namespace) -> int:
         args: The parsed command line.
 
     Returns:
-        0, or 1 when a job's table cannot be used (each one named on stderr with the reason).
+        0, or 2 (a bad configuration) when a job's table cannot be used: every job that resolves
+        is still listed, and each one that does not is named on stderr with the reason.
 
     Raises:
         UserError: If the project has no usable compute configuration.
@@ -78,7 +81,7 @@ def jobs(args: argparse.Namespace) -> int:
                 say(line)
     for name, error in listed.problems.items():
         complain(f"job {name!r}: {error}")
-    return EXIT_FAILED if listed.problems else EXIT_OK
+    return EXIT_REFUSED if listed.problems else EXIT_OK
 
 
 def _axes(args: argparse.Namespace) -> tuple[SweepAxis, ...]:
@@ -161,8 +164,10 @@ def run(args: argparse.Namespace) -> int:
     planned = _plan(args)
     if not args.detach:
         check_destination(destination)  # refused before anything is submitted
+    fault_point("run planned")
     handle = submit_run(planned)
-    say(f"Submitted {handle.run_id} to {handle.backend}.")
+    say(f"Submitted {handle.run_id} to {escaped(handle.backend)}.")
+    fault_point("submit reported")
     if args.detach:
         return EXIT_OK
     backend = backend_for(handle)

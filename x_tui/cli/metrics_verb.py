@@ -16,7 +16,7 @@ import time
 from pathlib import Path
 
 from x_tui.cli.attempt_logs import NoOutputsHere, Reader, outputs_reader
-from x_tui.cli.output import escaped, print_json, say
+from x_tui.cli.output import print_json, say
 from x_tui.compute.backend import (
     SPEC_NAME,
     Capability,
@@ -28,8 +28,10 @@ from x_tui.compute.errors import UserError
 from x_tui.compute.log_metrics import METRICS_NAME
 from x_tui.compute.operations import backend_for
 from x_tui.compute.outputs import OutputTooLargeError, OutsideOutputsError
+from x_tui.compute.record_files import read_json_file
 from x_tui.compute.records import JsonValue
 from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.spec import read_job_spec
 from x_tui.compute.store import RunHandle, RunStore, backend_state_dir
 from x_tui.compute.telemetry import TELEMETRY_NAME
@@ -69,10 +71,11 @@ def run_hourly_price(handle: RunHandle) -> float | None:
     candidates.append(root / handle.run_id / SPEC_NAME)
     for path in candidates:
         try:
-            with path.open("rb") as file:
-                data = json.loads(file.read(_SPEC_LIMIT))
+            data = read_json_file(path, max_bytes=_SPEC_LIMIT)
+            if not isinstance(data, dict):
+                continue
             spec = read_job_spec(data)
-        except (OSError, ValueError, RecursionError, TypeError, AttributeError):
+        except (OSError, UserError, ValueError, TypeError, AttributeError):
             continue
         return hourly_price(handle.backend, spec.resources)
     return None

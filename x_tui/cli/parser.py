@@ -7,7 +7,7 @@ import sys
 from typing import NoReturn
 
 from x_tui import __version__
-from x_tui.cli.output import PROG, escaped
+from x_tui.cli.output import PROG
 
 DESCRIPTION = (
     "Launch and watch the compute runs a project declares in pyproject.toml "
@@ -27,6 +27,8 @@ class Parser(argparse.ArgumentParser):
         Raises:
             SystemExit: Always, with status 2.
         """
+        from x_tui.compute.sanitize import escaped
+
         sys.stderr.write(f"{PROG}: {escaped(message)} (see '{self.prog} --help')\n")
         raise SystemExit(2)
 
@@ -61,6 +63,36 @@ def _run_options(parser: argparse.ArgumentParser) -> None:
         default=[],
         help="one run per value, each with NAME=value in its tasks' environment; repeat for a "
         "grid of every combination (the runs share one sweep id)",
+    )
+
+
+def _watch_options(parser: argparse.ArgumentParser) -> None:
+    """The ``watch`` verb's options (one of them at most)."""
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument(
+        "--detach", action="store_true", help="run in the background, past the terminal's end"
+    )
+    what.add_argument(
+        "--status", action="store_true", help="exit 0 while a watcher runs, 1 otherwise"
+    )
+    what.add_argument("--stop", action="store_true", help="stop the running watcher")
+
+
+def _metrics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument(
+        "--follow", action="store_true", help="print again as samples come, until the run ends"
+    )
+    _json_option(parser)
+
+
+def _serve_options(parser: argparse.ArgumentParser) -> None:
+    """The ``serve`` verb's options."""
+    parser.add_argument("--port", type=int, default=8765, help="the port (default: 8765)")
+    parser.add_argument(
+        "--allow-actions",
+        action="store_true",
+        help="let the browser cancel, fetch, re-run and submit (default: read-only)",
     )
 
 
@@ -115,12 +147,7 @@ def build_parser() -> Parser:
     status.add_argument("--sweep", metavar="SWEEP_ID", help="only the runs of this sweep")
     _json_option(status)
 
-    metrics = verb("metrics", "Print a run's device samples, metrics and progress.")
-    metrics.add_argument("run_id", metavar="RUN_ID")
-    metrics.add_argument(
-        "--follow", action="store_true", help="print again as samples come, until the run ends"
-    )
-    _json_option(metrics)
+    _metrics_options(verb("metrics", "Print a run's device samples, metrics and progress."))
 
     logs = verb("logs", "Print a run's log lines.")
     logs.add_argument("run_id", metavar="RUN_ID")
@@ -141,6 +168,14 @@ def build_parser() -> Parser:
         "cancel", "Stop a run, or every run of a sweep; a run that already ended is left as it is."
     )
     cancel.add_argument("run_id", metavar="RUN_ID|SWEEP_ID")
+
+    delete = verb(
+        "delete",
+        "Delete a finished run: its record and its files on this machine (asks first; "
+        "a run still going is refused).",
+    )
+    delete.add_argument("run_id", metavar="RUN_ID")
+    delete.add_argument("--yes", action="store_true", help="do not ask (needed without a terminal)")
 
     teardown = verb(
         "teardown",
@@ -165,6 +200,23 @@ def build_parser() -> Parser:
     )
     backends.add_argument("--backend", metavar="NAME", help="only this backend")
     _json_option(backends)
+
+    _watch_options(
+        verb(
+            "watch",
+            "Follow every unfinished run in the background, record what happens in the state "
+            "directory's events file and announce it as the settings' [notify] table asks; one "
+            "watcher per state directory.",
+        )
+    )
+    _serve_options(
+        verb(
+            "serve",
+            "Show the terminal UI in a browser on this machine (127.0.0.1 only, behind a random "
+            "token in the printed URL; read-only unless --allow-actions). From elsewhere, reach it "
+            "through an SSH tunnel: ssh -L PORT:127.0.0.1:PORT HOST.",
+        )
+    )
 
     verb("demo", "Open the terminal UI on a bundled demo project.")
     return parser

@@ -14,12 +14,22 @@ from pathlib import Path
 
 from x_tui.cli.describe import age_text
 from x_tui.cli.metrics_verb import flags_text, watch_json
-from x_tui.cli.output import complain, error_message, escaped, log_writer, print_json, say
+from x_tui.cli.output import complain, error_message, print_json, print_log, say
 from x_tui.compute.backend import ComputeBackend, RunState
-from x_tui.compute.errors import UserError
-from x_tui.compute.operations import backend_for, fetch_root, list_sweeps, load_sweep, sweep_of
+from x_tui.compute.errors import RunNotFoundError, UserError
+from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord
+from x_tui.compute.log_pieces import pieces_of
+from x_tui.compute.operations import (
+    backend_for,
+    fetch_root,
+    list_sweeps,
+    load_sweep,
+    read_launches,
+    sweep_of,
+)
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import JsonValue, format_datetime
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin
 from x_tui.compute.sweeps import Sweep, is_sweep_id, parameters_text
 
@@ -30,7 +40,7 @@ EXIT_INTERRUPTED = 130
 
 
 def follow_logs(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> int | None:
-    """Print a run's log lines as they come.
+    """Print a run's log lines as they come (a line of any length in bounded memory).
 
     Args:
         backend: The run's backend.
@@ -41,10 +51,8 @@ def follow_logs(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> 
         ``None`` once the lines ended, or 130 when the user pressed Ctrl-C; the run goes on, and
         stderr says how to follow it again.
     """
-    write = log_writer()
     try:
-        for line in backend.logs(handle, follow=follow):
-            write(line)
+        print_log(pieces_of(backend, handle, follow=follow))
     except KeyboardInterrupt:
         sys.stderr.write(
             f"\nStopped following {handle.run_id}; the run goes on. Follow it again with:\n"
@@ -93,7 +101,7 @@ def _sweep_json(sweep: Sweep) -> dict[str, JsonValue]:
 def _line(
     handle: RunHandle, state: str, *, now: dt.datetime | None, store: RunStore | None = None
 ) -> str:
-    line = f"{handle.run_id}  {escaped(handle.backend)}  {handle.job}  {state}"
+    line = f"{handle.run_id}  {escaped(handle.backend)}  {escaped(handle.job)}  {state}"
     line = line if now is None else f"{line}  {age_text(handle.submitted_at, now)}"
     if store is not None and store.settings_origin(handle) is SettingsOrigin.PROJECT:
         line = f"{line}  ({SettingsOrigin.PROJECT.describe()})"
@@ -148,19 +156,11 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
     store = RunStore()
     now = dt.datetime.now(dt.UTC) if sys.stdout.isatty() and not args.json else None
     wanted = args.sweep
+    launches = read_launches(store)
     if args.run_id is not None and is_sweep_id(args.run_id):
         wanted = args.run_id
     elif args.run_id is not None:
-        handle = store.load(args.run_id)
-        backend = backend_for(handle)
-        state = backend.status(handle)
-        watch = watch_json(handle, backend, state, now=time.time())
-        if args.json:
-            print_json({**_run_json(handle, state, sweep_of(handle.run_id), store), **watch})
-        else:
-            line = _line(handle, state.value, now=now, store=store)
-            say(_with_watch(line, watch))
-        return EXIT_OK
+        return _status_one(store, launches.records, args.run_id, as_json=args.json, now=now)
     stored = store.read_all()
     recorded = list_sweeps()
     handles = list(stored.handles)
@@ -173,11 +173,18 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
     code = EXIT_FAILED if failed else EXIT_OK
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
     watches = {h.run_id: _watch_of(h, states[h.run_id]) for h in handles}
+    submitting = [] if wanted is not None else list(launches.records)
     if args.json:
-        runs = [
+        runs = [_launch_json(record) for record in submitting]
+        runs += [
             {**_run_json(h, states[h.run_id], by_run.get(h.run_id), store), **watches[h.run_id]}
             for h in handles
         ]
+    for record in submitting:
+        if not args.json:
+            say(_line(record.handle(), _launch_state(record).value, now=now))
+            if record.reason:
+                complain(f"{record.run_id}: {record.reason}")
     shown: set[str] = set()
     for handle in handles:
         sweep = by_run.get(handle.run_id)
@@ -193,12 +200,16 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
         members = [h for h in handles if by_run.get(h.run_id) is sweep]
         members.sort(key=lambda h: sweep.run_ids.index(h.run_id))
         counts = _counts([states[h.run_id] for h in members])
-        say(f"sweep {sweep.sweep_id}  {sweep.job}  {len(members)} runs: {counts}")
+        say(f"sweep {escaped(sweep.sweep_id)}  {escaped(sweep.job)}  {len(members)} runs: {counts}")
         for member in members:
             values = parameters_text(sweep.parameters_of(member.run_id) or {})
             line = _line(member, _state_text(states[member.run_id]), now=now, store=store)
             say(f"  {_with_watch(line, watches[member.run_id])}  {escaped(values)}")
-    unreadable = {**stored.unreadable, **(recorded.unreadable if wanted is None else {})}
+    unreadable = {
+        **stored.unreadable,
+        **(recorded.unreadable if wanted is None else {}),
+        **(launches.unreadable if wanted is None else {}),
+    }
     for path, reason in unreadable.items():
         complain(f"{path}: {reason}")
         code = EXIT_FAILED
@@ -213,6 +224,54 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
             }
         )
     return code
+
+
+def _status_one(
+    store: RunStore,
+    launches: tuple[LaunchRecord, ...],
+    run_id: str,
+    *,
+    as_json: bool,
+    now: dt.datetime | None,
+) -> int:
+    """``x-tui status RUN_ID``: one run, from its handle or, while it has none, its launch."""
+    try:
+        handle = store.load(run_id)
+    except RunNotFoundError:
+        record = _launch_of(launches, run_id)
+        if record is None:
+            raise
+        if as_json:
+            print_json(_launch_json(record))
+        else:
+            say(_line(record.handle(), _launch_state(record).value, now=now))
+            if record.reason:
+                complain(f"{record.run_id}: {record.reason}")
+        return EXIT_OK
+    backend = backend_for(handle)
+    state = backend.status(handle)
+    watch = watch_json(handle, backend, state, now=time.time())
+    if as_json:
+        print_json({**_run_json(handle, state, sweep_of(handle.run_id), store), **watch})
+    else:
+        say(_with_watch(_line(handle, state.value, now=now, store=store), watch))
+    return EXIT_OK
+
+
+def _launch_of(records: tuple[LaunchRecord, ...], run_id: str) -> LaunchRecord | None:
+    return next((record for record in records if record.run_id == run_id), None)
+
+
+def _launch_state(record: LaunchRecord) -> RunState:
+    return RunState.SUBMITTING if record.state == SUBMITTING else RunState.FAILED
+
+
+def _launch_json(record: LaunchRecord) -> dict[str, JsonValue]:
+    """A run known only from its launch record: its submit has not finished, or never did."""
+    return {
+        **_run_json(record.handle(), _launch_state(record)),
+        "reason": record.reason or None,
+    }
 
 
 def _watch_of(handle: RunHandle, state: RunState | None) -> dict[str, JsonValue]:
@@ -313,7 +372,11 @@ def cancel(args: argparse.Namespace) -> int:
     """
     store = RunStore()
     if not is_sweep_id(args.run_id):
-        return _cancel_one(store.load(args.run_id))
+        try:
+            handle = store.load(args.run_id)
+        except RunNotFoundError:
+            return _cancel_launch(store, args.run_id)
+        return _cancel_one(handle)
     sweep = load_sweep(args.run_id)
     code = EXIT_OK
     for run_id in sweep.run_ids:
@@ -324,8 +387,25 @@ def cancel(args: argparse.Namespace) -> int:
             code = EXIT_FAILED
     count = len(sweep.run_ids)
     done = "Cancelled" if code == EXIT_OK else "Tried to cancel"
-    say(f"{done} sweep {sweep.sweep_id} ({count} run{'' if count == 1 else 's'}).")
+    say(f"{done} sweep {escaped(sweep.sweep_id)} ({count} run{'' if count == 1 else 's'}).")
     return code
+
+
+def _cancel_launch(store: RunStore, run_id: str) -> int:
+    """Cancel a run known only from its launch record (resolved first: it may have a handle now).
+
+    Raises:
+        RunNotFoundError: If there is no such run either.
+    """
+    record = _launch_of(read_launches(store).records, run_id)
+    if record is None:
+        return _cancel_one(store.load(run_id))
+    if record.state != SUBMITTING:
+        say(f"{run_id} already ended (failed); nothing to cancel.")
+        return EXIT_OK
+    LaunchBook(store).ask_cancel(run_id)
+    say(f"{run_id} is being submitted; it is stopped as soon as its submit finishes.")
+    return EXIT_OK
 
 
 def _cancel_one(handle: RunHandle) -> int:

@@ -15,10 +15,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.cli.output import complain, error_message, escaped, log_writer, say
+from x_tui.cli.output import complain, error_message, log_writer, say
 from x_tui.compute.backend import ComputeBackend
 from x_tui.compute.errors import UserError
 from x_tui.compute.operations import SweepPlan, backend_for, fetch_root, submit_sweep
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.sweeps import Sweep, parameters_text
 
@@ -59,7 +60,7 @@ def run_sweep(plan: SweepPlan, *, detach: bool, into: str | None) -> int:
     count = len(sweep.runs)
     say(
         f"Submitted sweep {sweep.sweep_id}: {count} run{'' if count == 1 else 's'} of"
-        f" {sweep.job} to {escaped(sweep.backend)}."
+        f" {escaped(sweep.job)} to {escaped(sweep.backend)}."
     )
     for run in sweep.runs:
         say(f"  {run.run_id}  {escaped(parameters_text(run.parameters))}")
@@ -98,7 +99,7 @@ def _follow_all(followed: list[tuple[str, RunHandle, ComputeBackend]]) -> bool:
             target=follow, args=(prefix, handle, backend), name=f"x-tui-follow-{handle.run_id}",
             daemon=True,
         ).start()  # fmt: skip
-    write = log_writer()
+    writers = {prefix: log_writer(f"[{escaped(prefix)}] ") for prefix, _, _ in followed}
     running = len(followed)
     failed = False
     while running:
@@ -107,7 +108,7 @@ def _follow_all(followed: list[tuple[str, RunHandle, ComputeBackend]]) -> bool:
         except queue.Empty:
             continue
         if isinstance(item, _Line):
-            write(f"[{item.prefix}] {item.text}")
+            writers[item.prefix](item.text)
             continue
         running -= 1
         if item.problem is not None:

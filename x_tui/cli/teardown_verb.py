@@ -11,9 +11,10 @@ from __future__ import annotations
 import argparse
 from typing import Protocol, cast
 
-from x_tui.cli.output import complain, escaped, say
+from x_tui.cli.output import complain, say
 from x_tui.compute.backend import Capability, capabilities_of
 from x_tui.compute.operations import backend_for
+from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle, RunStore
 
 EXIT_OK = 0

@@ -14,11 +14,14 @@ import enum
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from x_tui.compute.records import JsonValue, dumps_compact
+from x_tui.compute.records import JsonValue, dumps_compact, write_atomic
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, new_run_id
+
+if TYPE_CHECKING:
+    from x_tui.compute.launches import RunLaunch
 
 SPEC_NAME = "spec.json"
 """The file a staged run's spec is written to."""
@@ -27,6 +30,8 @@ SPEC_NAME = "spec.json"
 class RunState(str, enum.Enum):
     """Where a run is."""
 
+    SUBMITTING = "submitting"
+    """Recorded, but its submit has not finished (see :mod:`x_tui.compute.launches`)."""
     PENDING = "pending"
     RUNNING = "running"
     SUCCEEDED = "succeeded"
@@ -61,10 +66,25 @@ class Capability(str, enum.Enum):
     """``accelerators() -> list[AcceleratorOffer]`` lists the kinds, counts per node and hourly
     prices the backend offers, and ``check_offer(request)`` raises a ``ResourceError`` before
     anything is submitted when a run asks for one it does not offer."""
+    LAUNCH = "launch"
+    """``submit`` takes ``launch=`` (a :class:`~x_tui.compute.launches.RunLaunch`): the run is
+    named by its ``run_id``, its directory is recorded through ``staging`` before it is made
+    (:func:`stage_run` does it) and the provider's references through ``started`` as soon as
+    they exist; ``adopt(record)`` then finds, from a
+    :class:`~x_tui.compute.launches.LaunchRecord` whose submitter died, the run it started (its
+    handle) or says why there is none (a ``str``), removing what was only half staged."""
+    STATUSES = "statuses"
+    """``statuses(handles) -> Mapping[str, RunState | UserError]`` answers for many unfinished
+    runs of this backend with one call to its provider (by run id: each run's state, or the
+    error its state could not be read with), where ``status`` would ask once per run. The run
+    monitor asks so once per poll round."""
     TEARDOWN = "teardown"
     """``teardown(handle)`` removes what the run holds on the provider (a cluster, say), also
     after the run ended; a run still going is cancelled. Anything kept only there (outputs not
     yet fetched) goes with it."""
+    LOG_PIECES = "log-pieces"
+    """``log_pieces(handle, follow=...)`` yields the log as ``x_tui.compute.log_pieces.LogPiece``
+    items, a line of any length in bounded chunks; ``logs`` is the same log joined into lines."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -132,12 +152,24 @@ class NewRun:
         spec: The job.
         project: The resolved project root.
         settings: The backend's validated settings, frozen into the handle.
+        launch: The shared submit path's record of the run, when it gave one.
     """
 
     run_id: str
     spec: JobSpec
     project: Path
     settings: Mapping[str, JsonValue] = field(default_factory=dict)
+    launch: RunLaunch | None = None
+
+    def step(self, label: str) -> None:
+        """A fault point of the submit (see :func:`x_tui.compute.launches.fault_point`)."""
+        if self.launch is not None:
+            self.launch.step(label)
+
+    def started(self, details: Mapping[str, str]) -> None:
+        """Record the provider's references to the run as soon as it runs (with a launch)."""
+        if self.launch is not None:
+            self.launch.started(details)
 
     def handle(self, backend: str, details: Mapping[str, str]) -> RunHandle:
         """The handle of this run, submitted now."""
@@ -152,23 +184,50 @@ class NewRun:
         )
 
 
-def new_run(spec: JobSpec, project: Path, *, settings: Mapping[str, JsonValue]) -> NewRun:
-    """Start submitting a run of ``spec`` from ``project``, named by a fresh run id."""
+def new_run(
+    spec: JobSpec,
+    project: Path,
+    *,
+    settings: Mapping[str, JsonValue],
+    launch: RunLaunch | None = None,
+) -> NewRun:
+    """Start submitting a run of ``spec`` from ``project``.
+
+    Args:
+        spec: The job.
+        project: The project root.
+        settings: The backend's validated settings.
+        launch: The shared submit path's record of the run; its id names the run. Without it,
+            a fresh run id does.
+    """
     return NewRun(
-        run_id=new_run_id(spec.name), spec=spec, project=project.resolve(), settings=dict(settings)
+        run_id=launch.run_id if launch is not None else new_run_id(spec.name),
+        spec=spec,
+        project=project.resolve(),
+        settings=dict(settings),
+        launch=launch,
     )
 
 
 def stage_run(runs: Path, run: NewRun) -> Path:
     """Write the run's spec into a directory of its own under ``runs``.
 
+    With a launch, the directory is recorded in the launch record before it is made, so no
+    directory is ever left that no record names.
+
     Returns:
         Its directory, which holds ``spec.json``.
 
     Raises:
         FileExistsError: If the run's directory already exists.
+        StoreWriteError: If the launch record cannot be written; nothing is made.
     """
     run_dir = runs / run.run_id
-    run_dir.mkdir(parents=True)
-    (run_dir / SPEC_NAME).write_text(dumps_compact(run.spec), encoding="utf-8")
+    if run.launch is not None:
+        run.launch.staging(run_dir)
+    runs.mkdir(parents=True, exist_ok=True)
+    run.step("runs directory ready")
+    run_dir.mkdir()
+    run.step("run directory made")
+    write_atomic(run_dir / SPEC_NAME, dumps_compact(run.spec), step=run.step)
     return run_dir

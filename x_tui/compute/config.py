@@ -273,7 +273,9 @@ def resolve_request(
     """
     if name not in config.jobs:
         configured = ", ".join(sorted(config.jobs)) or "none"
-        raise UnknownJobError(f"no job '{name}'; configured: {configured}")
+        close = difflib.get_close_matches(name, sorted(config.jobs), n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise UnknownJobError(f"no job '{name}'{hint}; configured: {configured}")
     table = merge_overlay(config.jobs[name], config.overlays.get(name))
     where = config.where("jobs", name)
     if name in config.overlays:

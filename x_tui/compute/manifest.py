@@ -7,12 +7,12 @@ The layout is substrax's, so neither tool adds keys to it. Standard library only
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute.records import JsonValue, RecordError, dumps_pretty, read_record, write_atomic
+from x_tui.compute.record_files import MANIFEST_BYTES, parse_json, read_json_file
+from x_tui.compute.records import RecordError, dumps_pretty, read_record, write_atomic
 
 MANIFEST_VERSION = 2
 """The manifest layout this release writes and reads."""
@@ -90,7 +90,7 @@ class JobManifest:
         return all(task.status is TaskStatus.SUCCEEDED for task in self.tasks)
 
 
-def read_manifest(data: Mapping[str, JsonValue]) -> JobManifest:
+def read_manifest(data: object) -> JobManifest:
     """Read a manifest from its parsed JSON object.
 
     Raises:
@@ -110,14 +110,19 @@ def read_manifest(data: Mapping[str, JsonValue]) -> JobManifest:
 def load_manifest(path: Path) -> JobManifest | None:
     """Read the manifest file at ``path``; ``None`` when there is none yet.
 
+    The file is read through the one bounded reader (:mod:`x_tui.compute.record_files`): a link,
+    a FIFO, a directory or any file that is not regular, too large or too deep is refused.
+
     Raises:
-        RecordError: If the file is not JSON or not a manifest; the message names the file.
+        RecordError: If the file cannot be read, is not JSON or not a manifest; the message names
+            the file and says why.
     """
     try:
-        text = path.read_text(encoding="utf-8")
+        return read_manifest(read_json_file(path, max_bytes=MANIFEST_BYTES))
     except FileNotFoundError:
         return None
-    return parse_manifest(text, source=str(path))
+    except RecordError as error:
+        raise RecordError(f"{path}: {error}") from None
 
 
 def parse_manifest(text: str | bytes, *, source: str) -> JobManifest:
@@ -127,10 +132,7 @@ def parse_manifest(text: str | bytes, *, source: str) -> JobManifest:
         RecordError: If the text is not JSON or not a manifest; the message names ``source``.
     """
     try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise RecordError(f"{source}: not JSON ({error})") from None
-    try:
+        data = parse_json(text, max_bytes=MANIFEST_BYTES)
         return read_manifest(data)
     except RecordError as error:
         raise RecordError(f"{source}: {error}") from None

@@ -23,7 +23,9 @@ verbs that only read handles start fast.
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,12 +59,13 @@ if TYPE_CHECKING:
     from x_tui.compute.config import ComputeConfig
     from x_tui.compute.estimate import CostEstimate
     from x_tui.compute.extensions import ResourceRequest
+    from x_tui.compute.launches import LaunchBook, LaunchRecord, RunLaunch, StoredLaunches
 
 __all__ = [
     "BackendOffers", "JobList", "Project", "RunPlan", "SweepIncompleteError", "SweepPlan",
     "backend_for", "backend_names", "backend_offers", "fetch_root", "list_jobs", "list_sweeps",
-    "load_sweep", "locate_project", "open_project", "plan_run", "plan_sweep", "submit_run",
-    "submit_sweep", "sweep_of",
+    "load_sweep", "locate_project", "open_project", "plan_run", "plan_sweep", "read_launches",
+    "submit_run", "submit_sweep", "sweep_of",
 ]  # fmt: skip
 
 PYPROJECT = "pyproject.toml"
@@ -74,6 +77,10 @@ class _Planner(Protocol):
 
 class _Submitter(Protocol):
     def submit(self, spec: JobSpec, *, project: Path, **hooks: Any) -> RunHandle: ...
+
+
+class _Adopter(Protocol):
+    def adopt(self, record: LaunchRecord) -> RunHandle | str: ...
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -309,7 +316,14 @@ def submit_run(
     store: RunStore | None = None,
     environ: Mapping[str, str] | None = None,
 ) -> RunHandle:
-    """Submit a planned run and keep its handle.
+    """Submit a planned run and keep its handle, recording the run before anything of it runs.
+
+    The order, the same for every backend: a launch record (``<state>/x-tui/launches``) is
+    written and the run store is checked writable; only then does the backend stage and start
+    the run (naming its directory in the launch record before it makes it, and the provider's
+    references as soon as they exist); then the handle is saved and the launch record removed.
+    When a record cannot be written, nothing is started and nothing is left. A submitter killed
+    at any point leaves a launch record that :func:`read_launches` resolves.
 
     The job's ``secrets`` are captured from ``environ`` now and handed to the backend's
     ``submit``; they are written nowhere.
@@ -324,9 +338,12 @@ def submit_run(
 
     Raises:
         MissingSecretError: If a variable ``secrets.env`` requires is unset (naming it).
+        StoreWriteError: If the launch record, the run's directory or its handle cannot be
+            written (read-only store, full disk); nothing runs then.
         UserError: If the backend refuses the run (its message says why).
     """
     from x_tui.compute.backend import Capability, capabilities_of
+    from x_tui.compute.launches import LaunchBook, RunLaunch, fault_point, probe_writable
     from x_tui.compute.secrets import capture
 
     values = capture(plan.extensions.secrets, environ, job=plan.spec.name)
@@ -340,11 +357,178 @@ def submit_run(
     hooks = _hooks(capabilities, plan.request, plan.extensions)
     if Capability.EXTENSIONS in capabilities:
         hooks["secrets"] = values
-    handle = cast(_Submitter, built).submit(plan.spec, project=plan.project, **hooks)
+    fault_point("backend built")
+    store = store if store is not None else RunStore()
+    book = LaunchBook(store)
+    launch = RunLaunch(book=book, record=_launch_record(plan))
+    book.write(launch.record)
+    fault_point("launch record written")
+    try:
+        probe_writable(store.root)
+    except BaseException:
+        _forget_launch(book, launch.run_id)
+        raise
+    fault_point("run store checked writable")
+    if Capability.LAUNCH in capabilities:
+        hooks["launch"] = launch
+    try:
+        handle = cast(_Submitter, built).submit(plan.spec, project=plan.project, **hooks)
+    except BaseException as error:
+        _abandon(store, built, launch)
+        if isinstance(error, OSError) and not isinstance(error, UserError):
+            from x_tui.compute.launches import StoreWriteError
+
+            where = f" in {error.filename}" if error.filename else ""
+            raise StoreWriteError(
+                f"cannot stage the run{where}: {error.strerror or error}; nothing was started"
+            ) from None
+        raise
+    fault_point("backend submitted")
     if plan.handle_version is not None:
         handle = replace(handle, schema_version=plan.handle_version.version)
-    (store if store is not None else RunStore()).save(handle)
+    if book.cancel_asked(handle.run_id):
+        _cancel_quietly(built, handle)
+    _save_handle(store, launch, built, handle)
+    fault_point("handle saved")
+    _forget_launch(book, handle.run_id)
+    fault_point("launch record and cancel request removed")
     return handle
+
+
+def _launch_record(plan: RunPlan) -> LaunchRecord:
+    import datetime as dt
+    import os
+
+    from x_tui.compute.launches import LaunchRecord, process_start
+    from x_tui.compute.store import new_run_id
+
+    return LaunchRecord(
+        run_id=new_run_id(plan.spec.name),
+        backend=plan.backend,
+        job=plan.spec.name,
+        project=str(plan.project.resolve()),
+        submitted_at=dt.datetime.now(dt.UTC),
+        settings=dict(plan.settings),
+        submitter_pid=os.getpid(),
+        submitter_start=process_start(os.getpid()) or "",
+    )
+
+
+def _forget_launch(book: LaunchBook, run_id: str) -> None:
+    # A launch record that cannot be removed is resolved by the next reader (its handle exists).
+    with contextlib.suppress(OSError):
+        book.remove(run_id)
+
+
+def _abandon(store: RunStore, backend: ComputeBackend, launch: RunLaunch) -> None:
+    """The backend failed the run: leave nothing behind, or keep what may run as a run."""
+    if launch.record.details:
+        # The provider may have the run (a launch sent, then an error): keep it as a run, whose
+        # state its backend reads; if that fails, the launch record stays for the next reader.
+        answer = cast(_Adopter, backend).adopt(launch.record)
+        if not isinstance(answer, str):
+            with contextlib.suppress(OSError):
+                store.save(answer)
+                _forget_launch(launch.book, launch.run_id)
+        return
+    if launch.record.staging:
+        shutil.rmtree(launch.record.staging, ignore_errors=True)
+    _forget_launch(launch.book, launch.run_id)
+
+
+def _cancel_quietly(backend: ComputeBackend, handle: RunHandle) -> None:
+    with contextlib.suppress(UserError, OSError):
+        backend.cancel(handle)
+
+
+def _save_handle(
+    store: RunStore, launch: RunLaunch, backend: ComputeBackend, handle: RunHandle
+) -> None:
+    """Save the handle; when it cannot be, stop the run and remove what it staged."""
+    from x_tui.compute.launches import StoreWriteError, fault_point
+
+    try:
+        store.save(handle, step=fault_point)
+    except OSError as error:
+        try:
+            backend.cancel(handle)
+        except (UserError, OSError) as failure:
+            raise StoreWriteError(
+                f"cannot write the run's handle in {store.root}: {error.strerror or error};"
+                f" the run could not be stopped either ({failure}), so it is listed from its"
+                f" launch record: x-tui cancel {handle.run_id}"
+            ) from None
+        if launch.record.staging:
+            shutil.rmtree(launch.record.staging, ignore_errors=True)
+        _forget_launch(launch.book, handle.run_id)
+        raise StoreWriteError(
+            f"cannot write the run's handle in {store.root}: {error.strerror or error};"
+            " the run was stopped"
+        ) from None
+
+
+def read_launches(store: RunStore | None = None) -> StoredLaunches:
+    """The runs whose submit has not finished, each resolved if its submitter died.
+
+    A launch record whose handle is saved is removed. One whose submitter still runs is a run
+    in state ``submitting``. One whose submitter died is handed to its backend's ``adopt``
+    (``Capability.LAUNCH``): a run it finds gets its handle saved (and stopped if a cancel was
+    asked meanwhile), and its launch record goes; otherwise the record is marked failed with the
+    reason (a backend without ``adopt`` cannot say whether the run started).
+
+    Args:
+        store: The run store; the default one when ``None``.
+
+    Returns:
+        The launch records left (``submitting`` or ``failed``), and each one that cannot be read.
+    """
+    from x_tui.compute.launches import LaunchBook, StoredLaunches
+
+    store = store if store is not None else RunStore()
+    book = LaunchBook(store)
+    stored = book.read_all()
+    left = []
+    for record in stored.records:
+        resolved = _resolve_launch(store, book, record)
+        if resolved is not None:
+            left.append(resolved)
+    return StoredLaunches(records=tuple(left), unreadable=stored.unreadable)
+
+
+def _resolve_launch(store: RunStore, book: LaunchBook, record: LaunchRecord) -> LaunchRecord | None:
+    from x_tui.compute.backend import Capability, capabilities_of
+    from x_tui.compute.launches import FAILED
+
+    if store.path_of(record.run_id).exists():
+        _forget_launch(book, record.run_id)
+        return None
+    if record.state == FAILED or record.submitter_alive():
+        return record
+    try:
+        backend = _build_backend(
+            record.backend, record.settings, where=f"backend {record.backend!r}:"
+        )
+    except UserError as error:
+        return book.mark_failed(
+            record, f"the submitting process died; its backend cannot be rebuilt here: {error}"
+        )
+    if Capability.LAUNCH not in capabilities_of(backend):
+        return book.mark_failed(
+            record,
+            f"the submitting process died before the run's handle was saved; the"
+            f" {record.backend} backend cannot tell whether the run started",
+        )
+    answer = cast(_Adopter, backend).adopt(record)
+    if isinstance(answer, str):
+        return book.mark_failed(record, answer)
+    try:
+        store.save(answer)
+    except OSError:
+        return record  # still listed; resolved again once the store can be written
+    if book.cancel_asked(record.run_id):
+        _cancel_quietly(backend, answer)
+    _forget_launch(book, record.run_id)
+    return None
 
 
 def backend_for(handle: RunHandle) -> ComputeBackend:

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import types
 import typing
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, TypeVar, Union
 
@@ -88,7 +88,7 @@ def read_record(cls: type[T], data: object, *, where: str = "") -> T:
     return typing.cast(T, _read_dataclass(cls, data, where))
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, step: Callable[[str], None] | None = None) -> None:
     """Write ``text`` to ``path`` through a uniquely named partial file and a rename.
 
     Readers see the old file or the new one, never a torn one, even with concurrent writers.
@@ -96,15 +96,23 @@ def write_atomic(path: Path, text: str) -> None:
     Args:
         path: The file to write.
         text: Its new content.
+        step: Called after each step (partial file made, written, renamed), with what was done;
+            fault-injection tests stop the process there.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".partial")
     try:
+        if step is not None:
+            step(f"{path.name}: partial file made")
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
             handle.flush()
             os.fsync(handle.fileno())
+        if step is not None:
+            step(f"{path.name}: partial file written")
         os.replace(partial, path)
+        if step is not None:
+            step(f"{path.name}: renamed into place")
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(partial)

@@ -7,7 +7,7 @@ a third-party one load the same way. A backend's module is imported only when it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint, EntryPoints, entry_points
 
 from x_tui.compute.backend import ComputeBackend
@@ -30,6 +30,14 @@ def _by_name(discover: Discover) -> dict[str, EntryPoint]:
 def backend_names(*, discover: Discover = entry_points) -> tuple[str, ...]:
     """The names of the registered backends, sorted."""
     return tuple(sorted(_by_name(discover)))
+
+
+def close_name(name: str, names: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` when one of ``names`` is close to ``name``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def load_backend(
@@ -57,7 +65,9 @@ def load_backend(
     entry = found.get(name)
     if entry is None:
         registered = ", ".join(sorted(found)) or "none"
-        raise UnknownBackendError(f"no compute backend named '{name}'; registered: {registered}")
+        raise UnknownBackendError(
+            f"no compute backend named '{name}'{close_name(name, found)}; registered: {registered}"
+        )
     try:
         factory = entry.load()
     except ImportError as error:

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -145,12 +145,15 @@ def read_retries(value: JsonValue, *, where: str, tasks: Sequence[str]) -> Retry
         raise ConfigError(f"{where} {KEY}.{error}") from None
 
 
-def write_retries_file(run_dir: Path, table: Mapping[str, int]) -> Path | None:
+def write_retries_file(
+    run_dir: Path, table: Mapping[str, int], *, step: Callable[[str], None] | None = None
+) -> Path | None:
     """Write the worker's retries file beside a staged run's spec.
 
     Args:
         run_dir: The staged run's directory.
         table: :meth:`RetryPolicy.worker_table`.
+        step: Called after each step of the write (see ``records.write_atomic``).
 
     Returns:
         ``<run_dir>/retries.json``, or ``None`` (nothing written) when no task is retried.
@@ -158,7 +161,7 @@ def write_retries_file(run_dir: Path, table: Mapping[str, int]) -> Path | None:
     if not table:
         return None
     path = run_dir / RETRIES_NAME
-    write_atomic(path, json.dumps(dict(table), indent=2) + "\n")
+    write_atomic(path, json.dumps(dict(table), indent=2) + "\n", step=step)
     return path
 
 
@@ -211,12 +214,13 @@ def parse_attempts(text: str | bytes, *, where: str = ATTEMPTS_NAME) -> tuple[At
     Raises:
         RecordError: If it is not JSON, or not an array of attempts; the message says where.
     """
+    from x_tui.compute.record_files import RECORD_BYTES, parse_json
     from x_tui.compute.records import RecordError, read_record
 
     try:
-        data = json.loads(text)
-    except ValueError as error:
-        raise RecordError(f"{where}: not JSON ({error})") from None
+        data = parse_json(text, max_bytes=RECORD_BYTES)
+    except RecordError as error:
+        raise RecordError(f"{where}: {error}") from None
     if not isinstance(data, list):
         raise RecordError(f"{where}: expected an array of attempts, got {type(data).__name__}")
     entries = [

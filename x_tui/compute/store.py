@@ -19,12 +19,18 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.errors import RunNotFoundError
-from x_tui.compute.record_files import parse_record_file, read_record_dir
+from x_tui.compute.errors import BadRecordError, RunNotFoundError
+from x_tui.compute.record_files import (
+    HANDLE_BYTES,
+    misfiled_reason,
+    read_json_file,
+    read_record_dir,
+    read_record_file,
+)
 from x_tui.compute.records import (
     JsonValue,
     RecordError,
@@ -266,12 +272,16 @@ class RunStore:
         """
         return self.root / f"{check_run_id(run_id)}.json"
 
-    def save(self, handle: RunHandle) -> Path:
+    def save(self, handle: RunHandle, *, step: Callable[[str], None] | None = None) -> Path:
         """Write a handle atomically, replacing an earlier one of the same run.
 
         A version 1 handle's settings go to its side record first, so a crash between the two
         writes leaves at most a side record without a handle, never a handle whose frozen
         settings are lost.
+
+        Args:
+            handle: The handle.
+            step: Called after each step of the write (see ``records.write_atomic``).
 
         Returns:
             The handle's file.
@@ -280,7 +290,7 @@ class RunStore:
         if handle.schema_version == SUBSTRAX_01_HANDLE_VERSION:
             side = {"run_id": handle.run_id, "settings": dict(handle.settings)}
             write_atomic(self.side_record_of(handle.run_id), json.dumps(side, indent=2) + "\n")
-        write_atomic(path, handle_json(handle))
+        write_atomic(path, handle_json(handle), step=step)
         return path
 
     def load(self, run_id: str) -> RunHandle:
@@ -293,15 +303,22 @@ class RunStore:
         """
         path = self.path_of(run_id)
         try:
-            text = path.read_text(encoding="utf-8")
+            handle = read_record_file(path, self._read, max_bytes=HANDLE_BYTES)
         except FileNotFoundError:
             raise RunNotFoundError(f"no run '{run_id}' in {self.root}") from None
-        return parse_record_file(path, text, self._read)
+        if handle.run_id != run_id:
+            raise BadRecordError(f"{path}: {misfiled_reason('run', handle.run_id, path.stem)}")
+        return handle
 
     def read_all(self) -> StoredRuns:
         """Every kept handle, newest first, and each record that cannot be read, with the reason."""
         handles, unreadable = read_record_dir(
-            self.root, self._read, id_of=lambda handle: handle.run_id, kind="run"
+            self.root,
+            self._read,
+            id_of=lambda handle: handle.run_id,
+            is_id=lambda name: RUN_ID_PATTERN.fullmatch(name) is not None,
+            kind="run",
+            max_bytes=HANDLE_BYTES,
         )
         handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
         return StoredRuns(handles=tuple(handles), unreadable=unreadable)
@@ -337,20 +354,13 @@ class RunStore:
             RecordError: If the side record is there but cannot be read.
         """
         path = self.side_record_of(run_id)
+        problem = f"its settings side record {path} is not x-tui's record of {run_id}"
         try:
-            with path.open("rb") as file:
-                raw = file.read(SIDE_RECORD_LIMIT + 1)
+            side = read_json_file(path, max_bytes=SIDE_RECORD_LIMIT)
         except FileNotFoundError:
             return None
-        except OSError as error:
-            raise RecordError(f"its settings side record {path} cannot be read: {error}") from None
-        problem = f"its settings side record {path} is not x-tui's record of {run_id}"
-        if len(raw) > SIDE_RECORD_LIMIT:
-            raise RecordError(f"{problem} (over {SIDE_RECORD_LIMIT} bytes)")
-        try:
-            side = json.loads(raw.decode("utf-8"))
-        except ValueError:
-            raise RecordError(f"{problem} (not JSON)") from None
+        except (OSError, RecordError) as error:
+            raise RecordError(f"{problem}: {error}") from None
         if (
             not isinstance(side, dict)
             or side.get("run_id") != run_id

@@ -22,7 +22,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from x_tui.compute.errors import BadRecordError, UserError
-from x_tui.compute.record_files import parse_record_file, read_record_dir
+from x_tui.compute.record_files import (
+    RECORD_BYTES,
+    misfiled_reason,
+    read_record_dir,
+    read_record_file,
+)
 from x_tui.compute.records import dumps_pretty, read_record, write_atomic
 from x_tui.compute.secrets import ENV_NAME, RESERVED_NAMES, RESERVED_PREFIXES
 from x_tui.compute.spec import JobSpec, check_name
@@ -298,17 +303,22 @@ class SweepStore:
         """
         path = self.path_of(sweep_id)
         try:
-            text = path.read_text(encoding="utf-8")
+            sweep = read_record_file(path, _read_sweep, max_bytes=RECORD_BYTES)
         except FileNotFoundError:
             raise SweepNotFoundError(f"no sweep '{sweep_id}' in {self.root}") from None
-        except (OSError, UnicodeDecodeError) as error:
-            raise BadRecordError(f"{path}: cannot be read: {error}") from None
-        return _parse(path, text)
+        if sweep.sweep_id != sweep_id:
+            raise BadRecordError(f"{path}: {misfiled_reason('sweep', sweep.sweep_id, path.stem)}")
+        return sweep
 
     def read_all(self) -> StoredSweeps:
         """Every sweep, newest first, and each record that cannot be read, with the reason."""
         sweeps, unreadable = read_record_dir(
-            self.root, _read_sweep, id_of=lambda sweep: sweep.sweep_id, kind="sweep"
+            self.root,
+            _read_sweep,
+            id_of=lambda sweep: sweep.sweep_id,
+            is_id=is_sweep_id,
+            kind="sweep",
+            max_bytes=RECORD_BYTES,
         )
         sweeps.sort(key=lambda sweep: (sweep.created_at, sweep.sweep_id), reverse=True)
         return StoredSweeps(sweeps=tuple(sweeps), unreadable=unreadable)
@@ -316,7 +326,3 @@ class SweepStore:
 
 def _read_sweep(data: object) -> Sweep:
     return read_record(Sweep, data)
-
-
-def _parse(path: Path, text: str) -> Sweep:
-    return parse_record_file(path, text, _read_sweep)

@@ -11,6 +11,7 @@ import functools
 import hashlib
 import io
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 WORKER_NAME = "worker.pyz"
@@ -21,6 +22,8 @@ _MODULES = (
     "__init__.py",
     "compute/__init__.py",
     "compute/records.py",
+    "compute/errors.py",
+    "compute/record_files.py",
     "compute/spec.py",
     "compute/manifest.py",
     "compute/worker.py",
@@ -65,18 +68,29 @@ def worker_digest() -> str:
     return hashlib.sha256(worker_zipapp_bytes()).hexdigest()[:16]
 
 
-def write_worker_zipapp(directory: Path, name: str = WORKER_NAME) -> Path:
-    """Write the worker zipapp into ``directory``.
+def write_worker_zipapp(
+    directory: Path, name: str = WORKER_NAME, *, step: Callable[[str], None] | None = None
+) -> Path:
+    """Write the worker zipapp into ``directory``, atomically (a partial file, then a rename).
 
     Args:
         directory: Where to put it (created if missing).
         name: Its file name.
+        step: Called after each step (see ``records.write_atomic``).
 
     Returns:
         The zipapp's path.
     """
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
-    path.write_bytes(worker_zipapp_bytes())
-    path.chmod(0o755)
+    partial = directory / f".{name}.partial"
+    partial.write_bytes(worker_zipapp_bytes())
+    if step is not None:
+        step(f"{name}: partial file written")
+    partial.chmod(0o755)
+    if step is not None:
+        step(f"{name}: made executable")
+    partial.replace(path)
+    if step is not None:
+        step(f"{name}: renamed into place")
     return path

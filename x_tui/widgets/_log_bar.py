@@ -1,7 +1,9 @@
-"""The log view's input bar: type a search or a filter, toggle regex and case, submit or close.
+"""The log view's input bar: type a search or a filter, toggle regex and case, submit or close;
+or type the file to save the lines shown to.
 
 It posts :class:`SearchBar.Submitted` with a :class:`SearchQuery` (or ``None`` for an empty
-filter, which clears it) and :class:`SearchBar.Closed`; it never touches the view itself.
+filter, which clears it), :class:`SearchBar.SaveSubmitted` with the path typed, and
+:class:`SearchBar.Closed`; it never touches the view itself.
 """
 
 from __future__ import annotations
@@ -17,8 +19,18 @@ from textual.widgets import Input, Static
 
 from x_tui.compute.logindex import SearchQuery
 
-Mode = Literal["search", "filter"]
+Mode = Literal["search", "filter", "save"]
 """What the bar asks for."""
+
+MODE_LABELS: dict[Mode, str] = {"search": "/", "filter": "&", "save": "save to"}
+"""What the bar shows before the input, by mode."""
+
+PLACEHOLDERS: dict[Mode, str] = {
+    "search": "text to find",
+    "filter": "show lines matching",
+    "save": "file to write",
+}
+"""The input's placeholder, by mode."""
 
 
 class SearchBar(Horizontal):
@@ -64,6 +76,18 @@ class SearchBar(Horizontal):
             self.mode: Mode = mode
             self.query = query
 
+    class SaveSubmitted(Message):
+        """The user typed the file to save the lines shown to."""
+
+        def __init__(self, path: str) -> None:
+            """Record the path typed.
+
+            Args:
+                path: The text of the input (not yet checked).
+            """
+            super().__init__()
+            self.path = path
+
     class Closed(Message):
         """The bar closed without a query."""
 
@@ -87,21 +111,23 @@ class SearchBar(Horizontal):
         yield Input(compact=True, select_on_focus=False)
         yield Static(classes="search-bar--options")
 
-    def open(self, mode: Mode, query: SearchQuery | None) -> None:
+    def open(self, mode: Mode, query: SearchQuery | None, *, text: str = "") -> None:
         """Show the bar for ``mode``, starting from the last query of that mode.
 
         Args:
-            mode: ``"search"`` or ``"filter"``.
+            mode: ``"search"``, ``"filter"`` or ``"save"``.
             query: The query in force, if any (its text and options are shown).
+            text: The input's text in ``"save"`` mode (the path offered).
         """
         self.mode = mode
         if query is not None:
             self.regex = query.regex
             self.match_case = not query.ignore_case
         field = self.query_one(Input)
-        field.value = query.text if query is not None else ""
-        field.placeholder = "text to find" if mode == "search" else "show lines matching"
-        self.query_one(".search-bar--mode", Static).update("/" if mode == "search" else "&")
+        field.value = query.text if query is not None else text
+        field.cursor_position = len(field.value)
+        field.placeholder = PLACEHOLDERS[mode]
+        self.query_one(".search-bar--mode", Static).update(MODE_LABELS[mode])
         self._show_options()
         self.add_class("-open")
         field.focus()
@@ -120,6 +146,12 @@ class SearchBar(Horizontal):
         self.close()
         self.post_message(self.Closed())
 
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Regex and case mean nothing while asking for a file."""
+        if action in ("toggle_regex", "toggle_case"):
+            return self.mode != "save"
+        return True
+
     def action_toggle_regex(self) -> None:
         """Toggle whether the text is a regular expression."""
         self.regex = not self.regex
@@ -134,6 +166,10 @@ class SearchBar(Horizontal):
         """Post the query and close."""
         event.stop()
         text = event.value
+        if self.mode == "save":
+            self.close()
+            self.post_message(self.SaveSubmitted(text))
+            return
         query = (
             SearchQuery(text=text, regex=self.regex, ignore_case=not self.match_case)
             if text
@@ -143,6 +179,10 @@ class SearchBar(Horizontal):
         self.post_message(self.Submitted(self.mode, query))
 
     def _show_options(self) -> None:
+        if self.mode == "save":
+            hint = Text("enter saves, escape gives up", style="dim")
+            self.query_one(".search-bar--options", Static).update(hint)
+            return
         options = Text()
         options.append(" .* ", style="bold reverse" if self.regex else "dim")
         options.append(" ")

@@ -178,6 +178,19 @@ class LogLines(ScrollView, can_focus=True):
         self.virtual_size = Size(width, self.row_count)
         self._layout_key = None
         self.refresh()
+        if self.following:
+            # A wider line may bring the horizontal scrollbar, which takes the last row: scroll
+            # again once the scrollbars are laid out, so the last line stays in view.
+            self.call_after_refresh(self._stay_at_end)
+
+    def _stay_at_end(self) -> None:
+        if self.following and self.scroll_y < self.max_scroll_y:
+            self.scroll_to_end()
+
+    def watch_show_horizontal_scrollbar(self, shown: bool) -> None:
+        """The horizontal scrollbar came or went: while following, keep the last line in view."""
+        if self.following:
+            self.call_after_refresh(self._stay_at_end)
 
     # -- following ----------------------------------------------------------------------------
 

@@ -34,6 +34,9 @@ def status_text(index: LogIndex | None, lines: LogLines, finder: Finder) -> Text
         if lines.new_lines:
             text.append(f" +{lines.new_lines:,} new lines", style="bold")
         text.append(" (end: follow)", style="dim")
+    if finder.flash is not None:  # the answer to the last key: first, so a narrow view shows it
+        text.append(" │ ", style="dim")
+        text.append_text(finder.flash)
     search = finder.search
     if search.query is not None:
         text.append(" │ / ", style="dim")
@@ -56,7 +59,4 @@ def status_text(index: LogIndex | None, lines: LogLines, finder: Finder) -> Text
         text.append(" │ wrap", style="dim")
     if lines.removed:
         text.append(f" │ ⚠ {lines.removed:,} control sequences removed", style="yellow")
-    if finder.flash is not None:
-        text.append(" │ ", style="dim")
-        text.append_text(finder.flash)
     return text

@@ -9,16 +9,18 @@ untrusted text and goes through ``safe_text``.
 | Key | Action |
 | --- | --- |
 | ``enter`` | Submit the highlighted job (posts ``JobBrowser.JobChosen``). |
-| ``up``/``down``, ``home``/``end`` | Move (OptionList's own keys). |
+| ``up``/``down``, ``j``/``k``, ``home``/``end`` | Move (OptionList's own keys, and vim's). |
 """
 
 from __future__ import annotations
 
 import shlex
 from collections.abc import Iterable
+from typing import ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical, VerticalScroll
 from textual.message import Message
 from textual.widgets import OptionList, Static
@@ -31,6 +33,17 @@ from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds, resources_text
 
 _MAX_TASKS_SHOWN = 50
+
+
+class JobOptions(OptionList):
+    """The list of job names, whose ``enter`` (shown in the footer) submits the highlighted job."""
+
+    HELP_TITLE = "Jobs"
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("enter", "select", "Submit", id="jobs.submit"),
+        Binding("j", "cursor_down", "Down", show=False, id="jobs.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="jobs.up"),
+    ]
 
 
 class JobBrowser(Vertical):
@@ -72,7 +85,7 @@ class JobBrowser(Vertical):
 
     def compose(self) -> ComposeResult:
         """The list of jobs above the highlighted job's details."""
-        yield OptionList(id="job-list")
+        yield JobOptions(id="job-list")
         with VerticalScroll(id="job-detail-scroll"):
             yield Static(id="job-detail")
 

@@ -12,9 +12,14 @@ are shown in batches: every 50 ms, or every 500 ms with ``low_bandwidth``.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
-from textual.app import ComposeResult
+from textual import work
+from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
@@ -24,12 +29,38 @@ from textual.widgets import Static
 
 from x_tui.compute.errors import UserError
 from x_tui.compute.logindex import IndexChange, LogIndex
+from x_tui.compute.logindex_search import SearchQuery
 from x_tui.widgets._log_bar import SearchBar
+from x_tui.widgets._log_export import (
+    default_save_path,
+    editor_command,
+    export_lines,
+    pager_command,
+)
 from x_tui.widgets._log_finder import Finder
 from x_tui.widgets._log_lines import LogLines
 from x_tui.widgets._log_status import status_text
 from x_tui.widgets._log_times import open_stamps
 from x_tui.widgets.safe_text import safe_text
+
+
+@dataclass(frozen=True, slots=True)
+class LogPlace:
+    """Where a reader is in a log: what :meth:`LogView.place` gives and ``restore_place`` takes.
+
+    Attributes:
+        top_line: The line at the top of the view; ``None`` while following the end.
+        filter: The filter shown (``&``), if any.
+        search: The search (``/``), if any.
+    """
+
+    top_line: int | None = None
+    filter: SearchQuery | None = None
+    search: SearchQuery | None = None
+
+
+MAX_PLACE_TRIES = 100
+"""How many polls a restored place is tried for before it is left (its line may be hidden)."""
 
 POLL_SECONDS = 0.05
 """How often the file is checked for appends (and appends shown), normally."""
@@ -51,6 +82,13 @@ class LogView(Widget):
     | `+`, `-` | More, fewer context lines around filtered matches. |
     | `e`, `E` | Next, previous error or traceback. |
     | `t` | Show when each line was received, or not (logs with a times file). |
+    | `escape` | Clear the search, else the filter (else the key goes to the screen). |
+    | `s` | Save the lines shown (the filtered ones when filtering) as plain text. |
+    | `v` | View the log in ``$PAGER`` (``less`` by default), at the current line. |
+    | `V` | Open the log in ``$VISUAL``/``$EDITOR`` at the current line (``+N``). |
+
+    (Both open a sanitised copy, removed afterwards. Not ``o``: a task's log tab binds ``o`` to
+    switch between its stdout and stderr.)
 
     Arrows, `pageup`/`pagedown` and `home` scroll; scrolling up pauses following and the status
     line counts "+N new lines" until `end` (or scrolling back to the end) resumes it.
@@ -60,14 +98,18 @@ class LogView(Widget):
         Binding("end,F", "follow", "Follow", id="log.follow"),
         Binding("w", "toggle_wrap", "Wrap", id="log.wrap"),
         Binding("slash", "search", "Search", id="log.search"),
-        Binding("n", "next_match", "Next match", id="log.next_match"),
-        Binding("N", "previous_match", "Prev match", id="log.previous_match"),
+        Binding("n", "next_match", "Next match", id="log.next_match", show=False),
+        Binding("N", "previous_match", "Prev match", id="log.previous_match", show=False),
         Binding("ampersand", "filter", "Filter", id="log.filter"),
         Binding("plus", "context(1)", "More context", show=False, id="log.more_context"),
         Binding("minus", "context(-1)", "Less context", show=False, id="log.less_context"),
         Binding("e", "next_error", "Next error", id="log.next_error"),
-        Binding("E", "previous_error", "Prev error", id="log.previous_error"),
-        Binding("t", "toggle_times", "Times", id="log.times"),
+        Binding("E", "previous_error", "Prev error", id="log.previous_error", show=False),
+        Binding("t", "toggle_times", "Times", id="log.times", show=False),
+        Binding("escape", "clear_search", "Clear", id="log.clear"),
+        Binding("s", "save", "Save", id="log.save"),
+        Binding("v", "open_pager", "Pager", id="log.pager"),
+        Binding("V", "open_editor", "Editor", id="log.editor", show=False),
     ]
 
     DEFAULT_CSS = """
@@ -105,6 +147,41 @@ class LogView(Widget):
             """The view that changed."""
             return self.log_view
 
+    class WrapChanged(Message):
+        """The user turned wrapping on or off (``w``): the app remembers it as a setting."""
+
+        def __init__(self, log_view: LogView, wrap: bool) -> None:
+            """Record the new state.
+
+            Args:
+                log_view: The view.
+                wrap: Whether long lines are now wrapped.
+            """
+            super().__init__()
+            self.log_view = log_view
+            self.wrap = wrap
+
+        @property
+        def control(self) -> LogView:
+            """The view that changed."""
+            return self.log_view
+
+    class Saved(Message):
+        """The lines shown were saved to a file (``s``)."""
+
+        def __init__(self, log_view: LogView, path: Path, lines: int) -> None:
+            """Record where.
+
+            Args:
+                log_view: The view.
+                path: The file written.
+                lines: How many lines it holds.
+            """
+            super().__init__()
+            self.log_view = log_view
+            self.path = path
+            self.lines = lines
+
     class Reset(Message):
         """The file was truncated, rewritten or replaced, and is shown again from scratch."""
 
@@ -128,6 +205,7 @@ class LogView(Widget):
         *,
         follow: bool = True,
         low_bandwidth: bool = False,
+        wrap: bool = False,
         name: str | None = None,
         id: str | None = None,
         classes: str | None = None,
@@ -139,6 +217,7 @@ class LogView(Widget):
             path: The log file; it need not exist yet (it is shown once it does).
             follow: Whether to stick to the end from the start.
             low_bandwidth: Batch appends every 500 ms instead of every 50 ms.
+            wrap: Whether long lines start wrapped.
             name: The widget's name.
             id: The widget's id.
             classes: The widget's classes.
@@ -147,14 +226,20 @@ class LogView(Widget):
         super().__init__(name=name, id=id, classes=classes, disabled=disabled)
         self._path = path
         self._initial_follow = follow
+        self._initial_wrap = wrap
         self.set_reactive(LogView.low_bandwidth, low_bandwidth)
         self._index: LogIndex | None = None
         self._timer: Timer | None = None
         self._finder = Finder(self, lambda: self.lines_view, self._update_status)
+        self._pending_place: LogPlace | None = None
+        self._place_tries = 0
+        self._place_armed = False
 
     def compose(self) -> ComposeResult:
         """The lines, the input bar (hidden), the status line."""
-        yield LogLines(following=self._initial_follow)
+        lines = LogLines(following=self._initial_follow)
+        lines.wrap = self._initial_wrap
+        yield lines
         yield SearchBar()
         yield Static(classes="log-view--status")
 
@@ -232,6 +317,73 @@ class LogView(Widget):
         lines.reset(self._index)
         self._update_status()
 
+    # -- where the reader is (kept across sessions) ------------------------------------------
+
+    def place(self) -> LogPlace:
+        """Where the reader is: the top line (``None`` while following), filter and search."""
+        lines = self.lines_view if self.children else None
+        following = lines is None or lines.following
+        top = None if following or lines is None else lines.top_line
+        if self._pending_place is not None:
+            top = self._pending_place.top_line  # not applied yet: still where it was asked
+        return LogPlace(
+            top_line=top, filter=self._finder.filter.query, search=self._finder.search.query
+        )
+
+    def restore_place(self, place: LogPlace) -> None:
+        """Filter and search as ``place`` says, then show its top line once the filter is done.
+
+        A query that is no longer valid is dropped (its error shown in the status line).
+        """
+        try:
+            if place.filter is not None:
+                self._finder.start_filter(place.filter)
+            if place.search is not None:
+                self._finder.start_search(place.search)
+        except UserError as error:
+            self._finder.flash = safe_text(str(error), "bold red")
+        self._pending_place = place if place.top_line is not None else None
+        self._place_tries = 0
+        self._place_armed = False
+        if self.children:
+            # After the scroll to the end that opening the file queued for its next refresh.
+            self.lines_view.call_after_refresh(self._arm_place)
+        self._update_status()
+
+    def _arm_place(self) -> None:
+        self._place_armed = True
+        self._apply_pending_place()
+
+    def _apply_pending_place(self) -> None:
+        # Asked on every poll until the view shows the line, and once more to see it stayed:
+        # opening a file scrolls to its end after the next refresh, a filter's rows come from
+        # a worker, and a view in a hidden tab has no size to scroll in.
+        place = self._pending_place
+        index = self._index
+        if place is None or place.top_line is None or index is None or not self.children:
+            return
+        if (
+            not self._place_armed
+            or self._finder.filter.running
+            or place.top_line >= index.line_count
+        ):
+            return  # the rows (or the line) are not known yet
+        lines = self.lines_view
+        if not lines.size.height:
+            return  # not shown (another tab is): applied once it is
+        if self._place_tries and not lines.following and lines.top_line == place.top_line:
+            self._pending_place = None  # still there a poll after it was put there
+            return
+        self._place_tries += 1
+        if self._place_tries > MAX_PLACE_TRIES:
+            self._pending_place = None  # the line is not shown (filtered out): leave it
+            return
+        lines.set_following(False, jump=False)
+        lines.scroll_to(
+            y=lines.row_of_line(place.top_line), animate=False, immediate=True, force=True
+        )
+        lines.refresh()
+
     # -- polling ------------------------------------------------------------------------------
 
     def watch_low_bandwidth(self) -> None:
@@ -261,6 +413,8 @@ class LogView(Widget):
             self._update_status()  # indexing progress
         if change.more:
             self.call_later(self._poll)
+        if self._pending_place is not None:
+            self._apply_pending_place()
 
     def _apply(self, change: IndexChange) -> None:
         lines = self.lines_view
@@ -300,6 +454,118 @@ class LogView(Widget):
         if lines.following:
             lines.scroll_to_end()
         self._update_status()
+        self.post_message(self.WrapChanged(self, lines.wrap))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """``escape`` acts only while a search or a filter is on; otherwise it goes on (back)."""
+        if action == "clear_search":
+            return self._finder.search.active or self._finder.filter.active
+        return True
+
+    def action_clear_search(self) -> None:
+        """Clear the search; if there is none, clear the filter."""
+        if self._finder.search.active:
+            self._finder.start_search(None)
+        elif self._finder.filter.active:
+            self._finder.start_filter(None)
+        self._update_status()
+        self.refresh_bindings()
+
+    def action_save(self) -> None:
+        """Ask for a file, then save the lines shown there (see ``_log_export``)."""
+        default = default_save_path(self._path, Path.cwd(), filtered=self._finder.filter.active)
+        self.query_one(SearchBar).open("save", None, text=str(default))
+
+    def action_open_pager(self) -> None:
+        """Open a sanitised copy of the log in ``$PAGER``, at the current line."""
+        self._open_outside("pager")
+
+    def action_open_editor(self) -> None:
+        """Open a sanitised copy of the log in ``$VISUAL``/``$EDITOR`` at the current line."""
+        self._open_outside("editor")
+
+    def cursor_line(self) -> int:
+        """The line "under the cursor", from 0: the current line, else the last line shown."""
+        lines = self.lines_view
+        if lines.current is not None:
+            return lines.current
+        height = lines.scrollable_content_region.height
+        if lines.following or lines.top_line is None:
+            return max(0, lines.row_count_lines() - 1)
+        last_row = min(lines.row_count - 1, int(lines.scroll_y) + max(0, height - 1))
+        return lines.line_of_row(max(0, last_row)) if not lines.wrap else lines.top_line
+
+    def _open_outside(self, program: str) -> None:
+        if self._index is None:
+            self._finder.flash = safe_text("no log to open", "yellow")
+            self._update_status()
+            return
+        self._export_for_opening(program, self.cursor_line() + 1)
+
+    @work(thread=True, exclusive=True, group="log-open")
+    def _export_for_opening(self, program: str, line: int) -> None:
+        index = self._index
+        if index is None:
+            return
+        fd, name = tempfile.mkstemp(prefix="x-tui-log-", suffix=".txt")
+        os.close(fd)
+        copy = Path(name)
+        try:
+            export_lines(index, None, copy)
+        except OSError as error:
+            copy.unlink(missing_ok=True)
+            self.app.call_from_thread(self._note, f"cannot write a copy: {error}", "red")
+            return
+        self.app.call_from_thread(self._run_outside, program, copy, line)
+
+    def _run_outside(self, program: str, copy: Path, line: int) -> None:
+        environ = dict(os.environ)
+        if program == "pager":
+            argv = pager_command(environ, copy, line)
+        else:
+            argv = editor_command(environ, copy, line)
+        try:
+            with self.app.suspend():
+                subprocess.run(argv, check=False)
+        except (OSError, SuspendNotSupported) as error:
+            self._note(f"cannot run {argv[0]}: {error}", "red")
+        finally:
+            copy.unlink(missing_ok=True)
+        self.refresh()
+
+    def _note(self, note: str, style: str) -> None:
+        self._finder.flash = safe_text(note, style)
+        self._update_status()
+
+    def on_search_bar_save_submitted(self, message: SearchBar.SaveSubmitted) -> None:
+        """Save the lines shown to the file typed, in a worker."""
+        message.stop()
+        self.lines_view.focus()
+        text = message.path.strip()
+        if not text or self._index is None:
+            self._note("nothing saved", "yellow")
+            return
+        destination = Path(text).expanduser()
+        if not destination.is_absolute():
+            destination = Path.cwd() / destination
+        rows = self.lines_view.rows
+        self._save(destination, list(rows) if rows is not None else None)
+
+    @work(thread=True, exclusive=True, group="log-save")
+    def _save(self, destination: Path, rows: list[int] | None) -> None:
+        index = self._index
+        if index is None:
+            return
+        try:
+            count = export_lines(index, rows, destination)
+        except OSError as error:
+            self.app.call_from_thread(self._note, f"not saved: {error}", "red")
+            return
+        self.app.call_from_thread(self._saved, destination, count)
+
+    def _saved(self, destination: Path, count: int) -> None:
+        self._note(f"saved {count:,} lines to {destination}", "green")
+        self.post_message(self.Saved(self, destination, count))
 
     def action_toggle_times(self) -> None:
         """Show when each line was received, or stop; a log without times gets a toast."""
@@ -371,6 +637,7 @@ class LogView(Widget):
         except UserError as error:
             self._finder.flash = safe_text(str(error), "bold red")
         self._update_status()
+        self.refresh_bindings()
 
     def on_search_bar_closed(self, message: SearchBar.Closed) -> None:
         """Give the keys back to the lines."""

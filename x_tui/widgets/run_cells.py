@@ -15,6 +15,7 @@ from rich.text import Text
 from x_tui.compute.backend import RunState
 
 STATE_STYLES: Mapping[RunState | None, tuple[str, str]] = {
+    RunState.SUBMITTING: ("… submitting", "dim"),
     RunState.PENDING: ("… pending", "dim"),
     RunState.RUNNING: ("▶ running", "bold cyan"),
     RunState.SUCCEEDED: ("✓ succeeded", "green"),
@@ -145,7 +146,8 @@ def group_state(states: Iterable[RunState | None]) -> RunState | None:
         The state shown on the sweep's row.
     """
     seen = list(states)
-    for state in (RunState.RUNNING, RunState.PENDING, None, RunState.FAILED, RunState.CANCELLED):
+    order = (RunState.RUNNING, RunState.SUBMITTING, RunState.PENDING, None, RunState.FAILED)
+    for state in (*order, RunState.CANCELLED):
         if state in seen:
             return state
     return RunState.SUCCEEDED if seen else None

@@ -9,9 +9,11 @@ Every cell is ``Text`` built through ``safe_text``.
 
 from __future__ import annotations
 
+import functools
+import os
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePath
 
 from rich.text import Text
 
@@ -39,10 +41,46 @@ MEMBER_INDENT = "  "
 REASON_WIDTH = 12
 """How much of an unreadable record's reason its row shows (the line under the table has all)."""
 
-SortKey = tuple[float, str, int, int]
-"""Where a row sorts, newest first once reversed: (time, id, rank, place in its sweep)."""
+SortKey = tuple[object, ...]
+"""Where a row sorts, in the table's order once reversed: (value, time, id, rank, place in its
+sweep); the value is the sorted column's (none for the default, newest first)."""
 
-LAST: SortKey = (0.0, "", 0, 0)
+LAST: SortKey = ((), 0.0, "", 0, 0)
+
+STATE_RANKS: Mapping[RunState | None, int] = {
+    None: 0,
+    RunState.PENDING: 1,
+    RunState.RUNNING: 2,
+    RunState.FAILED: 3,
+    RunState.CANCELLED: 4,
+    RunState.SUCCEEDED: 5,
+}
+"""Where each state sorts in the State column."""
+
+
+@functools.total_ordering
+class Ascending:
+    """A sort value that sorts the other way round (the table sorts newest first, reversed)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: object) -> None:
+        """Wrap ``value``."""
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        """Equal when the values are."""
+        return isinstance(other, Ascending) and self.value == other.value
+
+    def __hash__(self) -> int:
+        """The value's hash."""
+        return hash(self.value)
+
+    def __lt__(self, other: object) -> bool:
+        """Less when the value is greater."""
+        if not isinstance(other, Ascending):
+            return NotImplemented
+        return bool(other.value < self.value)  # type: ignore[operator]
 
 
 @dataclass(frozen=True, slots=True)
@@ -217,23 +255,85 @@ def run_text(row: RunRow) -> str:
     return row.path.stem if row.path is not None else row.key
 
 
-def sort_key(row: RunRow, groups: Mapping[str, RunRow]) -> SortKey:
-    """Where ``row`` sorts, newest first once reversed: a sweep's runs right under its group row.
+def project_name(project: str) -> str:
+    """The project column: the last part of the project's path (the line under says it all)."""
+    return PurePath(project).name or project
+
+
+def in_project(row: RunRow, project: str | None, members: Sequence[RunRow] = ()) -> bool:
+    """Whether the row belongs to the project at ``project`` (``None``: every row does).
+
+    An unreadable record belongs to every project (its problem is shown wherever one looks); a
+    sweep's row belongs where one of its runs does.
+    """
+    if project is None:
+        return True
+    if row.group is not None:
+        return any(in_project(member, project) for member in members)
+    if row.handle is None:
+        return True
+    return os.path.normpath(row.handle.project) == os.path.normpath(project)
+
+
+def column_value(row: RunRow, column: str, members: Sequence[RunRow] = ()) -> object:
+    """What the table sorts by in ``column``: text in lower case, a state's rank, a time."""
+    if column == "age":
+        return row.latest[0] if row.group is not None else row.order[0]
+    if column == "duration":
+        if row.handle is None or row.state is None or not row.state.is_final or row.ended is None:
+            return -1.0
+        return row.ended - row.order[0]
+    if column == "state":
+        if row.group is not None:
+            return max((STATE_RANKS[member.state] for member in members), default=0)
+        return STATE_RANKS[row.state] if row.handle is not None else -1
+    if column == "run":
+        return run_text(row).strip().lower()
+    if row.group is not None:
+        sweep = row.group
+        words = {"job": sweep.job, "backend": sweep.backend, "project": project_name(sweep.project)}
+        return words.get(column, "").lower()
+    if row.handle is None:
+        return ""
+    handle = row.handle
+    words = {"job": handle.job, "backend": handle.backend, "project": project_name(handle.project)}
+    return words.get(column, "").lower()
+
+
+def sort_key(
+    row: RunRow,
+    groups: Mapping[str, RunRow],
+    *,
+    column: str | None = None,
+    descending: bool = True,
+    members: Mapping[str, Sequence[RunRow]] | None = None,
+) -> SortKey:
+    """Where ``row`` sorts once reversed: a sweep's runs right under its group row.
 
     Args:
         row: The row.
         groups: The group rows, by key.
+        column: The column sorted by; ``None`` sorts newest first.
+        descending: Whether the column's values go from high to low.
+        members: Each group's runs, by group key (for a group's sorted value).
 
     Returns:
         The key.
     """
+
+    def value(of: RunRow) -> object:
+        if column is None:
+            return ()
+        found = column_value(of, column, (members or {}).get(of.key, ()))
+        return found if descending else Ascending(found)
+
     if row.group is not None:
-        return (row.latest[0], row.key, 2, 0)
+        return (value(row), row.latest[0], row.key, 2, 0)
     if row.member is not None:
         group = groups.get(group_key(row.member.sweep.sweep_id))
         if group is not None:
-            return (group.latest[0], group.key, 1, -row.member.index)
-    return (row.order[0], row.order[1], 2, 0)
+            return (value(group), group.latest[0], group.key, 1, -row.member.index)
+    return (value(row), row.order[0], row.order[1], 2, 0)
 
 
 def running(row: RunRow) -> bool:
@@ -258,7 +358,7 @@ def duration_cell(row: RunRow, now: float) -> Text:
 
 
 def cells(row: RunRow, now: float, members: Sequence[RunRow] = ()) -> tuple[Text, ...]:
-    """The row's cells: run, job, backend, state, age, took.
+    """The row's cells: run, state, age, took, job, project, backend (``COLUMNS``' order).
 
     Args:
         row: The row.
@@ -272,19 +372,21 @@ def cells(row: RunRow, now: float, members: Sequence[RunRow] = ()) -> tuple[Text
     if row.group is not None:
         return (
             safe_text(run_text(row), "bold"),
-            safe_text(row.group.job, "bold"),
-            safe_text(row.group.backend),
             group_state_cell(member.state for member in members),
             age,
             Text(EMPTY, style="dim"),
+            safe_text(row.group.job, "bold"),
+            safe_text(project_name(row.group.project)),
+            safe_text(row.group.backend),
         )
     if row.handle is None:
         return (
             safe_text(run_text(row), "red"),
-            safe_text(shorten(row.reason or "", REASON_WIDTH), "red"),
-            Text(EMPTY, style="dim"),
             Text("✗ unreadable", style="bold red"),
             age,
+            Text(EMPTY, style="dim"),
+            safe_text(shorten(row.reason or "", REASON_WIDTH), "red"),
+            Text(EMPTY, style="dim"),
             Text(EMPTY, style="dim"),
         )
     job = safe_text(row.handle.job)
@@ -293,11 +395,12 @@ def cells(row: RunRow, now: float, members: Sequence[RunRow] = ()) -> tuple[Text
         job.append_text(safe_text(parameters_text(row.member.parameters), "bold"))
     return (
         safe_text(run_text(row)),
-        job,
-        safe_text(row.handle.backend),
         state_cell(row.state, problem=row.problem is not None),
         age,
         duration_cell(row, now),
+        job,
+        safe_text(project_name(row.handle.project)),
+        safe_text(row.handle.backend),
     )
 
 
@@ -316,7 +419,7 @@ def matches(row: RunRow, text: str, members: Sequence[RunRow] = ()) -> bool:
         return any(matches(member, text) for member in members)
     words = [row.key, STATE_STYLES[row.state][0]]
     if row.handle is not None:
-        words += [row.handle.job, row.handle.backend]
+        words += [row.handle.job, row.handle.backend, project_name(row.handle.project)]
     else:
         words += ["unreadable", row.reason or ""]
     if row.member is not None:

@@ -9,10 +9,18 @@ row keyed ``sweep:<sweep_id>`` with its runs right under it (:mod:`x_tui.widgets
 and durations are redrawn only when their text changes (a heap of due times, not a sweep of every
 row), so a table of ten thousand runs costs nothing while it sits still.
 
+Columns come in the order they give way in a narrow terminal (the rightmost first): the run id
+and its state stay. By default only the runs of the project the app was opened on are shown
+(``p`` shows every project's); ``o`` sorts by the next column and ``O`` turns the order round (the
+sorted column's heading carries ▼ or ▲); a sweep's runs stay under their group row, in grid order.
+
 | Key | Action |
 | --- | --- |
 | ``enter`` | Open the highlighted run (posts ``RunsTable.RunChosen``); on a sweep, its first run. |
-| ``up``/``down``, ``pgup``/``pgdn``, ``home``/``end`` | Move (DataTable's own keys). |
+| ``j``/``k``, ``up``/``down``, ``pgup``/``pgdn`` | Move the cursor. |
+| ``g``/``home``, ``G``/``end`` | Move the cursor to the first, the last row. |
+| ``p`` | Only this project's runs, or every project's. |
+| ``o``, ``O`` | Sort by the next column; reverse the order. |
 """
 
 from __future__ import annotations
@@ -26,6 +34,7 @@ from textual.binding import Binding, BindingType
 from textual.message import Message
 from textual.timer import Timer
 from textual.widgets import DataTable
+from textual.widgets.data_table import ColumnKey
 
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
@@ -38,13 +47,18 @@ __all__ = ["COLUMNS", "RunsTable", "format_age", "format_span", "next_change"]
 
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("run", "Run", None),
-    ("job", "Job", None),
-    ("backend", "Backend", None),
     ("state", "State", 12),
     ("age", "Age", 4),
     ("duration", "Took", 6),
+    ("job", "Job", None),
+    ("project", "Project", None),
+    ("backend", "Backend", None),
 )
-"""(column key, heading, fixed width or ``None`` to fit the content) of each column, in order."""
+"""(column key, heading, fixed width or ``None`` to fit the content) of each column, in order:
+the order they give way in when the terminal is narrow, the rightmost first."""
+
+SORTS: tuple[str | None, ...] = (None, *(key for key, _, _ in COLUMNS if key != "age"))
+"""What ``o`` cycles through: newest first (``None``, the Age column), then each other column."""
 
 WATCH_COLUMNS: tuple[tuple[str, str, int, int], ...] = (
     ("progress", "Progress", 16, 70),
@@ -69,7 +83,17 @@ class RunsTable(DataTable[Text]):
     HELP_TITLE = "Runs"
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "choose", "Open run", id="runs.open"),
+        Binding("j", "cursor_down", "Down", show=False, id="runs.down"),
+        Binding("k", "cursor_up", "Up", show=False, id="runs.up"),
+        Binding("g,home", "first_row", "First run", show=False, id="runs.first"),
+        Binding("G,end", "last_row", "Last run", show=False, id="runs.last"),
+        Binding("p", "toggle_project", "Projects", id="runs.project_filter"),
+        Binding("o", "next_sort", "Sort", id="runs.sort"),
+        Binding("O", "reverse_sort", "Reverse sort", show=False, id="runs.reverse_sort"),
     ]
+
+    class ViewChanged(Message):
+        """The project filter or the sort order changed (the screen retitles the pane)."""
 
     class RunChosen(Message):
         """The user chose a run (``enter`` on its row)."""
@@ -113,11 +137,96 @@ class RunsTable(DataTable[Text]):
         self._timer: Timer | None = None
         self._pending: list[RunRow] = []
         self._watch: dict[str, WatchCells] = {}
+        self._project: str | None = None
+        self._project_only = True
+        self._sort: str | None = None
+        self._descending = True
 
     def on_mount(self) -> None:
         """Add the columns."""
         for key, heading, width in COLUMNS:
             self.add_column(Text(heading), key=key, width=width)
+        self._label_columns()
+
+    # Project filter and sort ----------------------------------------------------------------------
+
+    def set_project(self, project: str | None) -> None:
+        """Name the project whose runs are shown while the project filter is on.
+
+        Args:
+            project: The project's root (as a handle records it); ``None`` outside a project,
+                where every run is shown.
+        """
+        if project == self._project:
+            return
+        self._project = project
+        self._refill()
+
+    @property
+    def project_filter(self) -> str | None:
+        """The project whose runs only are shown, or ``None`` when every project's are."""
+        return self._project if self._project_only else None
+
+    @property
+    def sort_column(self) -> str | None:
+        """The column sorted by (``None``: newest first)."""
+        return self._sort
+
+    @property
+    def sort_descending(self) -> bool:
+        """Whether the sorted column goes from high to low (the newest first by default)."""
+        return self._descending
+
+    def action_toggle_project(self) -> None:
+        """Show only this project's runs, or every project's."""
+        if self._project is None:
+            self.app.notify("Not in a project: every run is shown", markup=False)
+            return
+        self._project_only = not self._project_only
+        self._refill()
+        self.post_message(self.ViewChanged())
+
+    def action_next_sort(self) -> None:
+        """Sort by the next column (after the last, newest first again)."""
+        position = SORTS.index(self._sort)
+        self._sort = SORTS[(position + 1) % len(SORTS)]
+        self._descending = self._sort in (None, "duration")
+        self._sorted()
+
+    def action_reverse_sort(self) -> None:
+        """Turn the order round."""
+        self._descending = not self._descending
+        self._sorted()
+
+    def _sorted(self) -> None:
+        self._oldest = None
+        self._label_columns()
+        self._resort()
+        self.post_message(self.ViewChanged())
+
+    def _label_columns(self) -> None:
+        sorted_by = self._sort if self._sort is not None else "age"
+        for key, heading, _ in COLUMNS:
+            label = Text(heading)
+            if key == sorted_by:
+                label.append("▼" if self._descending else "▲", style="bold")
+            column = self.columns.get(ColumnKey(key))
+            if column is not None:
+                column.label = label
+        self._require_update_dimensions = True
+        self.refresh()
+
+    # Moving ---------------------------------------------------------------------------------------
+
+    def action_first_row(self) -> None:
+        """Move the cursor to the first row."""
+        if self.row_count:
+            self.move_cursor(row=0, animate=False)
+
+    def action_last_row(self) -> None:
+        """Move the cursor to the last row."""
+        if self.row_count:
+            self.move_cursor(row=self.row_count - 1, animate=False)
 
     def show_watch(self, cells: Mapping[str, WatchCells]) -> None:
         """Show the running runs' progress, GPU use and cost so far (none: hide the columns).
@@ -342,10 +451,19 @@ class RunsTable(DataTable[Text]):
         return self._rows.get(key) or self._groups.get(key)
 
     def _matches(self, row: RunRow) -> bool:
-        return run_rows.matches(row, self._filter, self._members.get(row.key, ()))
+        members = self._members.get(row.key, ())
+        return run_rows.in_project(row, self.project_filter, members) and run_rows.matches(
+            row, self._filter, members
+        )
 
     def _sort_key(self, row: RunRow) -> SortKey:
-        return run_rows.sort_key(row, self._groups)
+        return run_rows.sort_key(
+            row,
+            self._groups,
+            column=self._sort,
+            descending=self._descending,
+            members=self._members,
+        )
 
     def _sync_groups(self) -> bool:
         """Make one group row per sweep with runs here; whether any group came, moved or went."""
@@ -421,12 +539,10 @@ class RunsTable(DataTable[Text]):
         if at_top is None:
             cursor, at_top = self.highlighted_key(), self.cursor_row == 0
         # Each row's run cell, by identity: texts may repeat (a sweep's shortened id).
-        orders = {
-            id(self.get_cell(row.key, "run")): self._sort_key(row)
-            for row in self._all_rows()
-            if row.key in self.rows
-        }
-        self.sort("run", key=lambda cell: orders.get(id(cell), run_rows.LAST), reverse=True)
+        shown = [row for row in self._all_rows() if row.key in self.rows]
+        shown.sort(key=self._sort_key, reverse=True)
+        places = {id(self.get_cell(row.key, "run")): place for place, row in enumerate(shown)}
+        self.sort("run", key=lambda cell: places.get(id(cell), len(places)))
         # A cursor on the newest run stays on the newest (a run just submitted); one lower down
         # stays on its run.
         if at_top:

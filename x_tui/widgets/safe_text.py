@@ -5,7 +5,10 @@ from outside x-tui. Passed as a ``str`` to a widget they would be parsed as mark
 crashes the app, ``[@click=app.quit]`` binds an action) or, in ``Log``/``RichLog``, sent to the
 terminal with their escape sequences. These functions sanitise the text
 (``x_tui.compute.sanitize``) and build the ``Text`` themselves, so no markup is ever parsed and no
-control character survives.
+control character survives. In names and messages (:func:`safe_text`) invisible characters (bidi
+controls, zero-width characters) are shown as escapes such as ``\u202e``, so two names that look
+alike are told apart and no text is shown reordered; in log lines (:func:`ansi_text`) bidi controls
+are removed.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import re
 
 from rich.text import Text
 
-from x_tui.compute.sanitize import clean, clean_counted, plain
+from x_tui.compute.sanitize import clean, clean_counted, plain, revealed
 
 _CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
 """A control character a widget must never receive (tab and newline are allowed)."""
@@ -28,9 +31,10 @@ def safe_text(untrusted: str, style: str = "") -> Text:
         style: A Rich style for the whole text (x-tui's own, never taken from the input).
 
     Returns:
-        A ``Text`` whose characters are exactly the printable characters of the input.
+        A ``Text`` whose characters are exactly the printable characters of the input, each
+        invisible formatting character written as an escape (``\\u202e``, ``\\u200b``).
     """
-    return Text(plain(untrusted), style=style)
+    return Text(plain(revealed(untrusted)), style=style)
 
 
 def ansi_text(untrusted: str) -> Text:

@@ -308,7 +308,7 @@ def start_sshd(root: Path) -> Iterator[SshServer]:
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
         f"AcceptEnv FAKE_SKY_HOME\nForceCommand {FAKE_SKY_DIR / 'bin' / 'cluster-shell'}\n"
-        "LogLevel ERROR\n",
+        "LogLevel INFO\n",
         encoding="utf-8",
     )
     if os.geteuid() == 0:

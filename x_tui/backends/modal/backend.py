@@ -17,6 +17,7 @@ what the manifest on the outputs Volume says; a call that ended without a finish
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import importlib
 import json
@@ -29,13 +30,25 @@ from typing import Any, ClassVar, Final
 from x_tui.backends.modal import credentials, logs, outputs, sdk
 from x_tui.backends.modal.container import container_function
 from x_tui.backends.modal.deadline import call_with_deadline
-from x_tui.backends.modal.request import OUTPUTS_DIR, PROJECT_DIR, ModalRequest, build_request
+from x_tui.backends.modal.request import (
+    OUTPUTS_DIR,
+    PROJECT_DIR,
+    ModalRequest,
+    app_name,
+    build_request,
+)
 from x_tui.backends.modal.settings import ModalSettings
 from x_tui.compute import prices
 from x_tui.compute.backend import Capability, RunState, new_run
-from x_tui.compute.errors import BackendUnavailableError, BadRecordError, ProviderError
+from x_tui.compute.errors import (
+    BackendUnavailableError,
+    BadRecordError,
+    ProviderError,
+    UserError,
+)
 from x_tui.compute.estimate import AcceleratorOffer, check_offer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
+from x_tui.compute.launches import LaunchRecord, RunLaunch
 from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
 from x_tui.compute.records import JsonValue, RecordError, dumps_compact
 from x_tui.compute.resources import request_from_resources
@@ -63,6 +76,7 @@ class ModalBackend:
             Capability.REQUEST,
             Capability.EXTENSIONS,
             Capability.ACCELERATORS,
+            Capability.LAUNCH,
         }
     )
 
@@ -188,6 +202,7 @@ class ModalBackend:
         request: ResourceRequest | None = None,
         extensions: JobExtensions | None = None,
         secrets: SecretValues | None = None,
+        launch: RunLaunch | None = None,
     ) -> RunHandle:
         """Build the image and spawn the worker in a detached app; return at once.
 
@@ -199,6 +214,8 @@ class ModalBackend:
                 (the worker's ``--retries``).
             secrets: The captured values, by their name in the task: given to Modal in
                 ``Secret.from_dict`` only, never written to a file, a handle or an argument.
+            launch: The shared submit path's launch record: the app and call ids are written
+                in it the moment Modal names them.
 
         Returns:
             The run's handle; its details name the app and the call.
@@ -211,7 +228,7 @@ class ModalBackend:
                 the image builder is too old for ``Image.uv_sync``, a named Secret is missing...).
         """
         planned = self.request(spec, project=project, request=request, extensions=extensions)
-        run = new_run(spec, project, settings=self.settings.table())
+        run = new_run(spec, project, settings=self.settings.table(), launch=launch)
         credentials.require_credentials()
         modal = sdk.import_modal()
         _ensure_worker_file(planned.worker_file)
@@ -257,6 +274,9 @@ class ModalBackend:
                     app.stop()
                 else:
                     spawned["ids"] = ids
+                    # Recorded at once: a submitter killed from here on leaves a run it can find.
+                    with contextlib.suppress(UserError):
+                        run.started({"app_id": ids[0], "call_id": ids[1]})
             return ids
 
         try:
@@ -271,6 +291,28 @@ class ModalBackend:
                 raise
             app_id, call_id = late
         return run.handle(NAME, {"app_id": app_id, "call_id": call_id})
+
+    def adopt(self, record: LaunchRecord) -> RunHandle | str:
+        """The run a submitter that died left, from its launch record.
+
+        Args:
+            record: The launch record.
+
+        Returns:
+            The run's handle when the record names its app and call; otherwise why there is
+            none (Modal may still have started the app: the reason names it).
+        """
+        app_id = record.details.get("app_id", "")
+        call_id = record.details.get("call_id", "")
+        if app_id and call_id:
+            return record.handle(
+                {"app_id": app_id, "call_id": call_id}, settings=self.settings.table()
+            )
+        return (
+            "the submitting process died before Modal named the run's app; if Modal started"
+            f" it, it is an app named {app_name(Path(record.project), record.job)!r}"
+            " (modal app list; modal app stop)"
+        )
 
     def _ask(self, call: Any, what: str, *, seconds: float | None = None) -> Any:
         try:

@@ -13,17 +13,31 @@ move.
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import Iterator, Mapping
+import shutil
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 from x_tui.backends.skypilot import catalog, logs
-from x_tui.backends.skypilot.bridge import Bridge, ClusterGone
+from x_tui.backends.skypilot.bridge import Bridge, ClusterGone, failure
 from x_tui.backends.skypilot.copy_transport import CopyTransport
-from x_tui.backends.skypilot.launch_records import LAUNCH_LOG, REQUEST, Launch, RunRecords
+from x_tui.backends.skypilot.launch_records import (
+    INTENT,
+    LAUNCH_LOG,
+    REQUEST,
+    Launch,
+    RunRecords,
+)
 from x_tui.backends.skypilot.planning import check_job, plan_document
-from x_tui.backends.skypilot.reconcile import queued_state, reconcile_launch, stop_run
+from x_tui.backends.skypilot.reconcile import (
+    launch_from_answer,
+    reconcile_launch,
+    request_id_of,
+    state_in_jobs,
+    stop_run,
+)
 from x_tui.backends.skypilot.settings import SkyPilotSettings
 from x_tui.backends.skypilot.task import TASK_NAME, cluster_name, task_for
 from x_tui.backends.skypilot.transports import BucketTransport, Transport
@@ -31,6 +45,7 @@ from x_tui.compute.backend import Capability, RunState, new_run, stage_run
 from x_tui.compute.errors import ProviderError, UserError
 from x_tui.compute.estimate import AcceleratorOffer, check_offer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
+from x_tui.compute.launches import LaunchRecord, RunLaunch
 from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.retries import write_retries_file
 from x_tui.compute.secrets import SecretValues
@@ -39,6 +54,9 @@ from x_tui.compute.store import RunHandle, backend_state_dir, new_run_id
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 NAME: Final = "skypilot"
+
+OBJECT_SECONDS: Final = 300.0
+"""How long reading one bucket object through the bridge may take (as the tool may)."""
 
 
 class CancelFailed(ExceptionGroup[Exception], ProviderError):
@@ -72,7 +90,9 @@ class SkyPilotBackend:
         self._ssh_configs: dict[str, Path] = {}
         self.transport: Transport
         if self.settings.bucket is not None:
-            self.transport = BucketTransport(self.settings.bucket, cloud=self.settings.cloud)
+            self.transport = BucketTransport(
+                self.settings.bucket, cloud=self.settings.cloud, read_object=self._read_object
+            )
         else:
             assert self.settings.copy is not None
             self.transport = CopyTransport(
@@ -86,6 +106,8 @@ class SkyPilotBackend:
                 Capability.ACCELERATORS,
                 Capability.EXTENSIONS,
                 Capability.TEARDOWN,
+                Capability.LAUNCH,
+                Capability.STATUSES,
             }
         )
 
@@ -98,6 +120,22 @@ class SkyPilotBackend:
             )
             known = self._ssh_configs[cluster] = Path(str(answer))
         return known
+
+    def _read_object(self, uri: str) -> bytes | None:
+        # A bucket object through the bridge's interpreter: no tool started per read.
+        answer = self.bridge.call(
+            "read_object", {"uri": uri}, what=f"reading {uri}", seconds=OBJECT_SECONDS
+        )
+        if answer is None:
+            return None
+        if not isinstance(answer, str):
+            raise ProviderError(f"SkyPilot's bridge answered {answer!r} while reading {uri}")
+        try:
+            return base64.b64decode(answer, validate=True)
+        except ValueError:
+            raise ProviderError(
+                f"SkyPilot's bridge answered no base64 while reading {uri}"
+            ) from None
 
     def _records(self, handle: RunHandle) -> RunRecords:
         return RunRecords(self.runs / handle.run_id)
@@ -248,6 +286,7 @@ class SkyPilotBackend:
         request: ResourceRequest | None = None,
         extensions: JobExtensions | None = None,
         secrets: SecretValues | None = None,
+        launch: RunLaunch | None = None,
     ) -> RunHandle:
         """Write the task file and the launch intent, then launch it on a cluster of its own.
 
@@ -262,6 +301,9 @@ class SkyPilotBackend:
                 beside the spec, for the worker).
             secrets: The captured values, by their name in the task: sent to SkyPilot with the
                 launch as the task's secrets (redacted in its logs), never written to a file.
+            launch: The shared submit path's launch record: the run's directory is named in it
+                before it is made, and the cluster once the intent is written (from then on
+                the launch may be sent, so the run is never forgotten).
 
         Returns:
             The run's handle; its details hold ``cluster``, ``request_id`` and ``transport``.
@@ -273,11 +315,13 @@ class SkyPilotBackend:
         """
         wanted_extensions = extensions or JobExtensions()
         wanted = self._check(spec, project, request, wanted_extensions)
-        run = new_run(spec, project, settings=self.settings.table())
+        run = new_run(spec, project, settings=self.settings.table(), launch=launch)
         run_dir = stage_run(self.runs, run)
-        write_worker_zipapp(run_dir)
+        write_worker_zipapp(run_dir, step=run.step)
         write_retries_file(
-            run_dir, wanted_extensions.retries.worker_table([task.name for task in spec.tasks])
+            run_dir,
+            wanted_extensions.retries.worker_table([task.name for task in spec.tasks]),
+            step=run.step,
         )
         cluster = cluster_name(run.run_id)
         task = self._task(
@@ -289,11 +333,14 @@ class SkyPilotBackend:
             extensions=wanted_extensions,
         )
         (run_dir / TASK_NAME).write_text(json.dumps(task, indent=2), encoding="utf-8")
+        run.step("task file written")
         records = RunRecords(run_dir)
         details = {"cluster": cluster, "request_id": "", "transport": self.transport.name}
         records.write_intent(
             cluster=cluster, task=TASK_NAME, handle=dump_record(run.handle(NAME, details))
         )
+        run.step("launch intent written")
+        run.started(details)
         try:
             request_id = self.bridge.launch(
                 {
@@ -312,6 +359,33 @@ class SkyPilotBackend:
             records.record_failed(request_id=None, message=str(error))
             raise
         return run.handle(NAME, {**details, "request_id": request_id})
+
+    def adopt(self, record: LaunchRecord) -> RunHandle | str:
+        """The run a submitter that died left, from its launch record.
+
+        A run whose launch intent was written may have been sent to SkyPilot: it is adopted,
+        with the request id the bridge recorded, and reconciled like any run x-tui stopped
+        following while it launched. One without an intent never reached SkyPilot: its
+        half-staged directory is removed.
+
+        Args:
+            record: The launch record; only its run id locates the run's directory.
+
+        Returns:
+            The run's handle, or why there is no run.
+        """
+        run_dir = self.runs / record.run_id
+        records = RunRecords(run_dir)
+        if not records.path(INTENT).exists():
+            shutil.rmtree(run_dir, ignore_errors=True)
+            return "the submitting process died before the launch was sent (nothing ran)"
+        request_id, _ = records.request()
+        details = {
+            "cluster": cluster_name(record.run_id),
+            "request_id": request_id or "",
+            "transport": self.transport.name,
+        }
+        return record.handle(details, settings=self.settings.table())
 
     # Following ---------------------------------------------------------------------------------
 
@@ -341,23 +415,110 @@ class SkyPilotBackend:
             ProviderError: If SkyPilot reports a job status this backend does not know, or the
                 queue cannot be read and the outputs cannot answer for the run.
         """
-        records = self._records(handle)
+        state = self.statuses([handle])[handle.run_id]
+        if isinstance(state, UserError):
+            raise state
+        return state
+
+    def statuses(self, handles: Sequence[RunHandle]) -> dict[str, RunState | UserError]:
+        """The state of many runs, with one request to SkyPilot for all their clusters.
+
+        What the run's own files record answers first (cancelled from here, a final state, a
+        failed launch); the others' launches and queues are read by one ``poll`` of the bridge.
+
+        Args:
+            handles: The runs.
+
+        Returns:
+            By run id: its state as :meth:`status` gives it, or the error that kept it unknown.
+        """
+        results: dict[str, RunState | UserError] = {}
+        asking: list[tuple[RunHandle, RunRecords, Launch | None]] = []
+        for handle in handles:
+            records = self._records(handle)
+            known = self._recorded(handle, records)
+            if isinstance(known, RunState):
+                results[handle.run_id] = known
+            else:
+                asking.append((handle, records, known))
+        if not asking:
+            return results
+        runs: list[JsonValue] = [
+            {
+                "cluster": self._cluster(handle),
+                "request_id": request_id_of(handle, records),
+                "launched": known is not None,
+            }
+            for handle, records, known in asking
+        ]
+        what = (
+            f"reading the state of {self._cluster(asking[0][0])}"
+            if len(asking) == 1
+            else f"reading the state of {len(asking)} clusters"
+        )
+        try:
+            answer = self.bridge.call("poll", {"runs": runs}, what=what)
+            if not isinstance(answer, Mapping):
+                raise ProviderError(f"SkyPilot's bridge answered {answer!r} while {what}")
+        except UserError as error:
+            return {**results, **{handle.run_id: error for handle, _, _ in asking}}
+        for handle, records, known in asking:
+            try:
+                results[handle.run_id] = self._polled(handle, records, known, answer)
+            except UserError as error:
+                results[handle.run_id] = error
+        return results
+
+    def _recorded(self, handle: RunHandle, records: RunRecords) -> RunState | Launch | None:
+        """The state the run's files settle, else its launch as recorded (``None``: unknown)."""
         if records.cancelled():
             return RunState.CANCELLED
         final = records.final()
         if final is not None:
             return final
-        launch = self.launch(handle)
+        known = records.known_launch()
+        if known is None and records.request()[1]:
+            known = records.record_failed(
+                request_id=request_id_of(handle, records),
+                message="x-tui stopped before it recorded the launch, which was undone",
+            )
+        if known is not None and known.state == "failed":
+            records.record_final(RunState.FAILED, seen="launch")
+            return RunState.FAILED
+        return known
+
+    def _polled(
+        self,
+        handle: RunHandle,
+        records: RunRecords,
+        known: Launch | None,
+        answer: Mapping[str, JsonValue],
+    ) -> RunState:
+        cluster = self._cluster(handle)
+        entry = answer.get(cluster)
+        if not isinstance(entry, Mapping):
+            raise ProviderError(f"SkyPilot's bridge said nothing of {cluster}")
+        launch = known
+        if launch is None:
+            launch = launch_from_answer(
+                entry.get("launch"), records, request_id=request_id_of(handle, records)
+            )
         if launch.state == "launching":
             return RunState.PENDING
         if launch.state == "failed":
             records.record_final(RunState.FAILED, seen="launch")
             return RunState.FAILED
         if launch.state == "launched":
-            state = queued_state(self.bridge, cluster=self._cluster(handle), job_id=launch.job_id)
-            if state is not None:
-                records.record_final(state, seen="queue")
-                return state
+            error = entry.get("error")
+            if isinstance(error, Mapping):
+                raised = failure(error, what=f"reading the queue of {cluster}")
+                if not isinstance(raised, ClusterGone):
+                    raise raised
+            else:
+                state = state_in_jobs(entry.get("queue"), cluster=cluster, job_id=launch.job_id)
+                if state is not None:
+                    records.record_final(state, seen="queue")
+                    return state
         state = self.transport.state_from_outputs(handle)
         records.record_final(state, seen="outputs")
         return state

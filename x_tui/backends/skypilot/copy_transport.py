@@ -29,6 +29,7 @@ from typing import Any, Final
 
 from x_tui.backends.skypilot import listing
 from x_tui.backends.skypilot.settings import CopySettings
+from x_tui.backends.skypilot.ssh_mux import shared_connection_options
 from x_tui.backends.skypilot.task import REMOTE_RUNS, cluster_name
 from x_tui.backends.skypilot.tools import one_line, run_tool
 from x_tui.backends.skypilot.transports import relative_output, state_of_manifest
@@ -37,6 +38,7 @@ from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.outputs import OutputTooLargeError, read_output
+from x_tui.compute.record_files import RECORD_BYTES, read_json_file
 from x_tui.compute.records import JsonValue, write_atomic
 from x_tui.compute.spec import JobSpec, MountAccess
 from x_tui.compute.store import RunHandle
@@ -207,6 +209,7 @@ class CopyTransport:
             "BatchMode=yes",
             "-o",
             "ConnectTimeout=30",
+            *shared_connection_options(cluster),
         ]
 
     def _remote(self, handle: RunHandle, *words: str, check: bool = True) -> tuple[int, bytes]:
@@ -307,9 +310,11 @@ class CopyTransport:
 
     def _verified_copy(self, handle: RunHandle) -> Path | None:
         try:
-            record = json.loads((self.runs / handle.run_id / FETCHED).read_text(encoding="utf-8"))
-            path = Path(record["path"])
-        except (OSError, ValueError, KeyError, TypeError):
+            record = read_json_file(self.runs / handle.run_id / FETCHED, max_bytes=RECORD_BYTES)
+            path = Path(record["path"]) if isinstance(record, dict) else None
+        except (OSError, ValueError, KeyError, TypeError):  # a RecordError is a ValueError
+            return None
+        if path is None:
             return None
         return path if path.is_dir() else None
 

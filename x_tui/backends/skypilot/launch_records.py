@@ -28,7 +28,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from x_tui.compute.backend import RunState
-from x_tui.compute.records import write_atomic
+from x_tui.compute.record_files import RECORD_BYTES, read_json_file
+from x_tui.compute.records import RecordError, write_atomic
 
 INTENT: Final = "launch.json"
 REQUEST: Final = "request.json"
@@ -41,8 +42,8 @@ LAUNCH_LOG: Final = "launch.log"
 
 def _read(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = read_json_file(path, max_bytes=RECORD_BYTES)
+    except (FileNotFoundError, RecordError):
         return None
     return data if isinstance(data, dict) else None
 

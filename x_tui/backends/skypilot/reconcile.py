@@ -70,6 +70,20 @@ def reconcile_launch(
         {"cluster": cluster, "request_id": request_id},
         what=f"reading the launch of {cluster}",
     )
+    return launch_from_answer(answer, records, request_id=request_id)
+
+
+def launch_from_answer(answer: JsonValue, records: RunRecords, *, request_id: str | None) -> Launch:
+    """The launch a ``launch_state`` answer (or a ``poll`` answer's ``launch``) describes.
+
+    Args:
+        answer: The bridge's answer.
+        records: The run's files; a ``launched`` or ``failed`` answer is recorded there.
+        request_id: The request id known here, used when the answer names none.
+
+    Raises:
+        ProviderError: If the answer is not one the bridge gives.
+    """
     if not isinstance(answer, Mapping):
         raise ProviderError(f"SkyPilot's bridge answered {answer!r} about a launch")
     found = answer.get("request_id")
@@ -106,6 +120,15 @@ def queued_state(bridge: Bridge, *, cluster: str, job_id: int | None) -> RunStat
         jobs = bridge.call("queue", {"cluster": cluster}, what=f"reading the queue of {cluster}")
     except ClusterGone:
         return None
+    return state_in_jobs(jobs, cluster=cluster, job_id=job_id)
+
+
+def state_in_jobs(jobs: JsonValue, *, cluster: str, job_id: int | None) -> RunState | None:
+    """The job's state in a queue the bridge read; ``None`` when the job is not in it.
+
+    Raises:
+        ProviderError: If SkyPilot reports a job status this backend does not know.
+    """
     for job in jobs if isinstance(jobs, list) else []:
         if isinstance(job, Mapping) and job.get("job_id") == job_id:
             status = str(job.get("status"))

@@ -1,14 +1,18 @@
 """The SkyPilot side of x-tui's bridge: runs in SkyPilot's own interpreter, never in x-tui's.
 
-x-tui starts ``<sky python> -I sky_sdk.py``, writes one JSON request line on standard input
-(``{"op": NAME, "args": {...}}``) and reads JSON lines back from standard output, each an event:
+x-tui starts ``<sky python> -I sky_sdk.py --serve`` once (see :func:`serve`) and writes one JSON
+request line per question on its standard input (``{"id": ID, "op": NAME, "args": {...}}``); a
+launch alone starts ``<sky python> -I sky_sdk.py`` for itself, with one request and no ``id``.
+JSON lines come back on standard output, each an event (tagged with the request's ``id`` when it
+has one):
 
 - ``{"event": "request", "request_id": ID}``: a launch reached SkyPilot's API server (launch
   only; x-tui answers ``{"ack": true}`` on standard input, see :func:`op_launch`);
 - ``{"event": "chunk", "text": TEXT}``: output of a log stream, as SkyPilot wrote it;
 - ``{"event": "done", "value": VALUE}``: the answer; the last line;
 - ``{"event": "error", "kind": KIND, "type": NAME, "message": TEXT}``: the failure; the last line.
-  ``kind`` is ``missing_cluster``, ``no_cloud``, ``cancelled``, ``incompatible`` or ``failed``.
+  ``kind`` is ``missing_cluster``, ``no_cloud``, ``cancelled``, ``incompatible``,
+  ``unsupported`` (this environment lacks what the operation needs) or ``failed``.
 
 Everything SkyPilot itself prints (spinners, "Starting a local server") goes to standard error:
 standard output is a duplicate of the original descriptor, taken before ``sky`` is imported, and
@@ -20,6 +24,7 @@ under any Python SkyPilot runs under (3.9 and later), so nothing of x-tui is imp
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import csv
 import glob
@@ -28,8 +33,11 @@ import io
 import json
 import os
 import re
+import signal
 import sys
 import tempfile
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -43,11 +51,29 @@ SDK_NAMES = (
 """The names of ``sky`` the bridge calls; a SkyPilot without one of them is refused."""
 
 _OUT: Any = None
+_OUT_LOCK = threading.Lock()
+_CURRENT = threading.local()
+"""The id of the request this thread answers (``None`` in one-shot mode)."""
+
+PARENT_WATCH_SECONDS = 1.0
+"""How often a serving bridge checks that x-tui, its parent, is still there."""
+
+
+class Cancelled(Exception):
+    """x-tui stopped reading this request's answer (a log stream it closed)."""
+
+
+_CANCELLED: set[Any] = set()
 
 
 def _emit(event: dict[str, Any]) -> None:
-    _OUT.write(json.dumps(event) + "\n")
-    _OUT.flush()
+    request_id = getattr(_CURRENT, "request_id", None)
+    if request_id is not None:
+        event = {**event, "id": request_id}
+    line = json.dumps(event) + "\n"
+    with _OUT_LOCK:
+        _OUT.write(line)
+        _OUT.flush()
 
 
 def _clean(text: str) -> str:
@@ -71,6 +97,8 @@ class _Chunks(io.TextIOBase):
         return True
 
     def write(self, text: str) -> int:
+        if getattr(_CURRENT, "request_id", None) in _CANCELLED:
+            raise Cancelled("x-tui stopped reading")
         if text:
             _emit({"event": "chunk", "text": text})
         return len(text)
@@ -211,8 +239,11 @@ def op_launch_state(args: dict[str, Any]) -> dict[str, Any]:
     sky = _sky()
     cluster = args["cluster"]
     clusters = sky.get(sky.status(cluster_names=[cluster]))  # also starts a local API server
-    exists = bool(clusters)
-    payload = _request(args.get("request_id"), cluster)
+    return _launch_answer(_request(args.get("request_id"), cluster), exists=bool(clusters))
+
+
+def _launch_answer(payload: Any, *, exists: bool) -> dict[str, Any]:
+    sky = _sky()
     if payload is None:
         return {"state": "unknown", "request_id": None, "cluster_exists": exists}
     request_id = str(payload.request_id)
@@ -233,6 +264,74 @@ def op_launch_state(args: dict[str, Any]) -> dict[str, Any]:
     return {**answer, "state": "launched", "job_id": _job_id(value)}
 
 
+def _jobs(records: Any) -> list[dict[str, Any]]:
+    jobs = []
+    for record in records:
+        status = record.status
+        jobs.append({"job_id": int(record.job_id), "status": str(getattr(status, "value", status))})
+    return jobs
+
+
+def op_poll(args: dict[str, Any]) -> dict[str, Any]:
+    """The launch and the queue of many runs' clusters, in one answer.
+
+    ``args["runs"]`` lists ``{"cluster", "request_id", "launched"}``: the launch of a run not
+    known to be ``launched`` is looked up as :func:`op_launch_state` does (one request-record
+    lookup for all the known request ids); the queue of each launched run's cluster is read if
+    the cluster exists. One ``status`` request names the clusters that exist; the queue requests
+    are all sent before any is waited for, so SkyPilot's API server answers them together.
+
+    Returns:
+        By cluster: ``launch`` (the :func:`op_launch_state` answer, or ``None`` when it was
+        known), ``queue`` (the jobs, or ``None`` when the cluster is gone or its job not
+        launched) and ``error`` (an error event, when its queue could not be read).
+    """
+    sky = _sky()
+    runs = [run for run in args.get("runs") or [] if isinstance(run, dict)]
+    names = sorted({str(run["cluster"]) for run in runs})
+    existing = set()
+    if names:
+        for record in sky.get(sky.status(cluster_names=names)):
+            existing.add(str(record["name"]))
+    wanted = [
+        str(run["request_id"]) for run in runs if run.get("request_id") and not run.get("launched")
+    ]
+    payloads = sky.api_status(wanted) if wanted else []
+    answers: dict[str, dict[str, Any]] = {}
+    queued: dict[str, Any] = {}
+    for run in runs:
+        cluster = str(run["cluster"])
+        answer: dict[str, Any] = {"launch": None, "queue": None, "error": None}
+        answers[cluster] = answer
+        launched = bool(run.get("launched"))
+        if not launched:
+            request_id = run.get("request_id")
+            if request_id:
+                found = sorted(
+                    (p for p in payloads if str(p.request_id).startswith(str(request_id))),
+                    key=lambda payload: float(getattr(payload, "created_at", 0) or 0),
+                )
+                payload = found[-1] if found else None
+            else:
+                payload = _request(None, cluster)
+            launch = _launch_answer(payload, exists=cluster in existing)
+            answer["launch"] = launch
+            launched = launch["state"] == "launched" or (
+                launch["state"] == "unknown" and cluster in existing
+            )
+        if launched and cluster in existing:
+            try:
+                queued[cluster] = sky.queue(cluster, skip_finished=False, all_users=True)
+            except Exception as error:
+                answer["error"] = _error_event(error)
+    for cluster, request_id in queued.items():
+        try:
+            answers[cluster]["queue"] = _jobs(sky.get(request_id))
+        except Exception as error:
+            answers[cluster]["error"] = _error_event(error)
+    return answers
+
+
 def op_launch_wait(args: dict[str, Any]) -> dict[str, Any]:
     """Stream a launch's provisioning log; with ``follow``, until it answers."""
     sky = _sky()
@@ -244,12 +343,7 @@ def op_launch_wait(args: dict[str, Any]) -> dict[str, Any]:
 def op_queue(args: dict[str, Any]) -> list[dict[str, Any]]:
     """The cluster's jobs: id and ``JobStatus`` name."""
     sky = _sky()
-    records = sky.get(sky.queue(args["cluster"], skip_finished=False, all_users=True))
-    jobs = []
-    for record in records:
-        status = record.status
-        jobs.append({"job_id": int(record.job_id), "status": str(getattr(status, "value", status))})
-    return jobs
+    return _jobs(sky.get(sky.queue(args["cluster"], skip_finished=False, all_users=True)))
 
 
 def op_logs(args: dict[str, Any]) -> int | None:
@@ -259,6 +353,66 @@ def op_logs(args: dict[str, Any]) -> int | None:
         args["cluster"], args["job_id"], follow=bool(args["follow"]), output_stream=_Chunks()
     )
     return int(code) if code is not None else None
+
+
+READ_LIMIT = 16 << 20
+"""The largest object :func:`op_read_object` reads (peeks read small files)."""
+
+_CLIENTS: dict[str, Any] = {}
+_CLIENTS_LOCK = threading.Lock()
+
+
+def _client(scheme: str) -> Any:
+    """One S3 or Cloud Storage client for the process, its connections kept and reused."""
+    with _CLIENTS_LOCK:
+        if scheme not in _CLIENTS:
+            try:
+                if scheme == "s3":
+                    _CLIENTS[scheme] = importlib.import_module("boto3").client("s3")
+                else:
+                    storage = importlib.import_module("google.cloud.storage")
+                    _CLIENTS[scheme] = storage.Client()
+            except ImportError as error:
+                raise BridgeFailure(
+                    "unsupported", f"SkyPilot's environment cannot read {scheme}:// ({error})"
+                ) from None
+        return _CLIENTS[scheme]
+
+
+def _missing_object(error: BaseException) -> bool:
+    response = getattr(error, "response", None)
+    if isinstance(response, dict):
+        code = str((response.get("Error") or {}).get("Code", ""))
+        return code in ("NoSuchKey", "404", "NotFound")
+    return type(error).__name__ == "NotFound"
+
+
+def op_read_object(args: dict[str, Any]) -> str | None:
+    """One object of a bucket, base64-encoded; ``None`` when there is no such object.
+
+    Read with the SDK SkyPilot's cloud extra installs (``boto3`` for ``s3://``,
+    ``google-cloud-storage`` for ``gs://``), through one client kept for the process; an
+    ``unsupported`` error when that SDK is not installed here.
+    """
+    scheme, _, rest = str(args["uri"]).partition("://")
+    bucket, _, key = rest.partition("/")
+    if scheme not in ("s3", "gs") or not bucket or not key:
+        raise BridgeFailure("failed", f"not an object URI: {args['uri']!r}")
+    client = _client(scheme)
+    try:
+        if scheme == "s3":
+            body = client.get_object(Bucket=bucket, Key=key)["Body"]
+            data = body.read(READ_LIMIT + 1)
+            body.close()
+        else:
+            data = client.bucket(bucket).blob(key).download_as_bytes(end=READ_LIMIT)
+    except Exception as error:
+        if _missing_object(error):
+            return None
+        raise
+    if len(data) > READ_LIMIT:
+        raise BridgeFailure("failed", f"{args['uri']} is larger than {READ_LIMIT >> 20} MiB")
+    return base64.b64encode(data).decode("ascii")
 
 
 def op_cancel_request(args: dict[str, Any]) -> list[str]:
@@ -342,50 +496,130 @@ OPERATIONS: dict[str, Callable[[dict[str, Any]], Any]] = {
     "launch": op_launch,
     "launch_state": op_launch_state,
     "launch_wait": op_launch_wait,
+    "poll": op_poll,
     "queue": op_queue,
     "logs": op_logs,
     "cancel_request": op_cancel_request,
     "cancel_job": op_cancel_job,
     "down": op_down,
     "ssh_config": op_ssh_config,
+    "read_object": op_read_object,
     "catalog": op_catalog,
 }
 
 
+def _check_sky() -> None:
+    try:
+        sky = importlib.import_module("sky")
+    except ImportError as error:
+        raise BridgeFailure("incompatible", f"cannot import sky: {error}") from None
+    missing = [name for name in SDK_NAMES if not hasattr(sky, name)]
+    if missing:
+        version = getattr(sky, "__version__", "unknown")
+        raise BridgeFailure(
+            "incompatible",
+            f"SkyPilot {version} lacks {', '.join(missing)}; x-tui needs SkyPilot 0.14",
+        )
+
+
+def _error_event(error: BaseException) -> dict[str, Any]:
+    if isinstance(error, BridgeFailure):
+        kind, name, message = error.kind, "BridgeFailure", str(error)
+    else:
+        kind, name, message = _kind_of(error), type(error).__name__, _clean(str(error))
+    return {"event": "error", "kind": kind, "type": name, "message": message}
+
+
+def _run(request: Any) -> bool:
+    """Answer one request with its ``done`` or ``error`` event; whether it succeeded."""
+    try:
+        operation = OPERATIONS[request["op"]]
+        args = request.get("args") or {}
+    except (KeyError, TypeError, AttributeError) as error:
+        _emit({"event": "error", "kind": "failed", "type": "BadRequest", "message": str(error)})
+        return False
+    try:
+        _check_sky()
+        value = operation(args)
+    except Exception as error:
+        _emit(_error_event(error))
+        return False
+    _emit({"event": "done", "value": value})
+    return True
+
+
+def _serve_one(request: dict[str, Any]) -> None:
+    _CURRENT.request_id = request.get("id")
+    try:
+        _run(request)
+    finally:
+        _CANCELLED.discard(request.get("id"))
+
+
+def _watch_parent(parent: int) -> None:
+    """End this process once x-tui is gone, even if something else holds its pipe open.
+
+    Linux's ``PR_SET_PDEATHSIG`` is not used: it fires when the *thread* that started this
+    process ends, and x-tui starts the bridge from whichever worker thread asks first.
+    """
+    while True:
+        time.sleep(PARENT_WATCH_SECONDS)
+        if os.getppid() != parent:
+            os._exit(0)
+
+
+def serve() -> int:
+    """Answer requests until standard input ends (x-tui closed it, or died).
+
+    Each line is ``{"id": ID, "op": NAME, "args": {...}}``, answered in a thread of its own, so a
+    long log stream holds up nothing else; each event carries the request's ``id``.
+    ``{"id": ID, "cancel": true}`` stops a stream at its next chunk. The launch is never served
+    here (its acknowledgement reads standard input): it runs one-shot, in a session of its own.
+    """
+    parent = os.getppid()
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+    with contextlib.suppress(ValueError, OSError):
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for line in sys.stdin:
+        try:
+            request = json.loads(line)
+        except ValueError:
+            continue
+        if not isinstance(request, dict) or "id" not in request:
+            continue
+        if request.get("cancel"):
+            _CANCELLED.add(request["id"])
+            continue
+        if request.get("op") == "launch":
+            _CURRENT.request_id = request["id"]
+            _emit(
+                {
+                    "event": "error",
+                    "kind": "failed",
+                    "type": "BadRequest",
+                    "message": "a launch runs one-shot, never through a serving bridge",
+                }
+            )
+            _CURRENT.request_id = None
+            continue
+        threading.Thread(target=_serve_one, args=(request,), daemon=True).start()
+    os._exit(0)  # the threads still answering have nobody to answer to
+
+
 def main() -> int:
-    """Answer one request; 0 when it succeeded, 1 when it failed (the error event says why)."""
+    """One request (or, with ``--serve``, many); 0 when it succeeded, 1 when it failed."""
     global _OUT
     _OUT = os.fdopen(os.dup(1), "w", encoding="utf-8", errors="backslashreplace")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
+    if sys.argv[1:] == ["--serve"]:
+        return serve()
     try:
         request = json.loads(sys.stdin.readline())
-        operation = OPERATIONS[request["op"]]
-    except (ValueError, KeyError, TypeError) as error:
+    except ValueError as error:
         _emit({"event": "error", "kind": "failed", "type": "BadRequest", "message": str(error)})
         return 1
-    try:
-        try:
-            sky = importlib.import_module("sky")
-        except ImportError as error:
-            raise BridgeFailure("incompatible", f"cannot import sky: {error}") from None
-        missing = [name for name in SDK_NAMES if not hasattr(sky, name)]
-        if missing:
-            version = getattr(sky, "__version__", "unknown")
-            raise BridgeFailure(
-                "incompatible",
-                f"SkyPilot {version} lacks {', '.join(missing)}; x-tui needs SkyPilot 0.14",
-            )
-        value = operation(request.get("args") or {})
-    except BridgeFailure as failure:
-        kind, name, message = failure.kind, "BridgeFailure", str(failure)
-    except Exception as error:
-        kind, name, message = _kind_of(error), type(error).__name__, _clean(str(error))
-    else:
-        _emit({"event": "done", "value": value})
-        return 0
-    _emit({"event": "error", "kind": kind, "type": name, "message": message})
-    return 1
+    return 0 if _run(request) else 1
 
 
 if __name__ == "__main__":

@@ -10,6 +10,10 @@ The backend runs every job the same way and leaves this to its transport, one of
   cluster read-only, the worker under bubblewrap, outputs fetched over SSH with rsync and
   verified against manifests of the remote directory taken before and after.
 
+A bucket transport's peeks read through SkyPilot's long-lived bridge, with the cloud SDK
+SkyPilot's cloud extra installs there (one client, its connections reused), and with the
+bucket's command-line tool only where that SDK is missing.
+
 Bucket mounts are read-write whatever a mount's ``access`` says (SkyPilot has no read-only
 MOUNT); a read-only input is the job's promise, not enforced here.
 """
@@ -17,14 +21,20 @@ MOUNT); a read-only input is the job's promise, not enforced here.
 from __future__ import annotations
 
 import posixpath
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Final, Protocol
 
+from x_tui.backends.skypilot.bridge import Unsupported
 from x_tui.backends.skypilot.settings import BucketSettings
 from x_tui.backends.skypilot.tools import run_tool
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import BadRecordError, ConfigError, ProviderError
+from x_tui.compute.errors import (
+    BackendUnavailableError,
+    BadRecordError,
+    ConfigError,
+    ProviderError,
+)
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
 from x_tui.compute.records import JsonValue, RecordError
@@ -162,12 +172,21 @@ class BucketTransport:
     down_with_job = True
     idle_minutes: int | None = None
 
-    def __init__(self, settings: BucketSettings, *, cloud: str | None) -> None:
+    def __init__(
+        self,
+        settings: BucketSettings,
+        *,
+        cloud: str | None,
+        read_object: Callable[[str], bytes | None] | None = None,
+    ) -> None:
         """Check the settings against where the run goes.
 
         Args:
             settings: The bucket settings.
             cloud: The cloud of the backend's ``infra``, if set.
+            read_object: Reads one object without starting a tool (``None`` when it is not
+                there); raises :class:`~x_tui.backends.skypilot.bridge.Unsupported` or
+                ``BackendUnavailableError`` where it cannot, and the tool reads instead.
 
         Raises:
             ConfigError: If the provider cannot mount buckets.
@@ -179,6 +198,7 @@ class BucketTransport:
                 " instead of bucket"
             )
         self.settings = settings
+        self._read_object = read_object
 
     def _run_uri(self, handle: RunHandle) -> str:
         return f"{self.settings.outputs_bucket.rstrip('/')}/{handle.run_id}"
@@ -244,6 +264,11 @@ class BucketTransport:
             ProviderError: If the tool fails for another reason than a missing object.
         """
         uri = f"{self._run_uri(handle)}/{relative_output(relative)}"
+        if self._read_object is not None:
+            try:
+                return self._read_object(uri)
+            except (Unsupported, BackendUnavailableError):
+                self._read_object = None  # not here: the tool reads from now on
         command: Sequence[str] = (*reader(uri), uri)
         if uri.startswith("s3://"):
             command = (*command, "-")

@@ -1,0 +1,121 @@
+"""x-tui's own caches under ``<state>/x-tui/``: one that cannot be read is rebuilt, never trusted.
+
+Each read that could block runs on a thread the test waits for with a deadline.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import stat
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, cast
+
+import pytest
+
+from x_tui.app.final_states import read_final_states, write_final_states
+from x_tui.app.log_spool import LogSpools
+from x_tui.compute.backend import ComputeBackend, RunState
+
+from .conftest import save_handle
+
+DEADLINE = 30.0
+RUN_ID = "remote-20260919T120000Z-abcdef"
+
+
+def test_a_final_states_cache_that_cannot_be_read_is_none_so_it_is_rebuilt(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "final-states.json"
+    assert read_final_states(cache) == {}  # none yet: nothing to rebuild
+    for make in (
+        lambda: os.mkfifo(cache),
+        cache.mkdir,
+        lambda: cache.symlink_to("/dev/zero"),
+        lambda: cache.write_text("[" * 100_000),
+        lambda: cache.write_bytes(b"\xff\xfe{}"),
+        lambda: cache.write_text('{"version": 1, "runs": []}'),
+        lambda: cache.write_text("null"),
+    ):
+        make()
+        found: list[object] = []
+        reader = threading.Thread(target=lambda found=found: found.append(read_final_states(cache)))
+        reader.start()
+        reader.join(DEADLINE)
+        assert not reader.is_alive(), f"reading {cache} did not end"
+        assert found == [None]
+        if cache.is_dir() and not cache.is_symlink():
+            cache.rmdir()
+        else:
+            cache.unlink()
+
+
+def test_entries_that_are_not_final_states_of_run_ids_are_skipped(tmp_path: Path) -> None:
+    cache = tmp_path / "final-states.json"
+    good = "good-20260919T120000Z-000001"
+    cache.write_text(
+        json.dumps(
+            {
+                "version": 1,
+                "runs": {
+                    good: {"state": "succeeded", "ended_at": 5.0},
+                    "../../etc/passwd": {"state": "succeeded", "ended_at": 5.0},
+                    "run-20260919T120000Z-000002": {"state": "running", "ended_at": None},
+                    "run-20260919T120000Z-000003": {"state": "failed", "ended_at": "NaN"},
+                    "run-20260919T120000Z-000004": [1],
+                },
+            }
+        )
+    )
+    assert read_final_states(cache) == {good: (RunState.SUCCEEDED, 5.0)}
+
+
+def test_a_cache_replaced_by_a_fifo_is_written_anew_as_a_file(tmp_path: Path) -> None:
+    cache = tmp_path / "final-states.json"
+    os.mkfifo(cache)
+    write_final_states(cache, {RUN_ID: (RunState.FAILED, 1.0)})
+    assert stat.S_ISREG(os.lstat(cache).st_mode)
+    assert read_final_states(cache) == {RUN_ID: (RunState.FAILED, 1.0)}
+
+
+class _Lines:
+    """A backend whose run's log is three lines."""
+
+    def logs(self, handle: object, *, follow: bool) -> Iterator[str]:
+        yield from ("one", "two", "three")
+
+
+@pytest.mark.parametrize("left", ["fifo", "link"])
+def test_a_log_copy_left_as_a_fifo_or_a_link_is_copied_anew_not_trusted(
+    tmp_path: Path, left: str
+) -> None:
+    logs = tmp_path / "logs"
+    logs.mkdir()
+    copy, done = logs / f"{RUN_ID}.log", logs / f"{RUN_ID}.done"
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not to be touched\n")
+    if left == "fifo":
+        os.mkfifo(copy)
+    else:
+        copy.symlink_to(outside)
+    done.touch()
+    handle = save_handle(
+        tmp_path / "state",
+        run_id=RUN_ID,
+        job="remote",
+        submitted_at=dt.datetime(2026, 9, 19, tzinfo=dt.UTC),
+    )
+    spools = LogSpools(logs, open_seconds=DEADLINE)
+    state = spools.spool(handle, lambda: cast(ComputeBackend, cast(Any, _Lines())))
+    give_up = time.monotonic() + DEADLINE
+    while not state.finished and time.monotonic() < give_up:
+        time.sleep(0.02)
+    assert state.finished
+    assert state.error is None
+    assert stat.S_ISREG(os.lstat(copy).st_mode)
+    assert copy.read_text() == "one\ntwo\nthree\n"
+    assert outside.read_text() == "not to be touched\n"

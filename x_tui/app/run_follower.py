@@ -1,0 +1,590 @@
+"""Following runs: watches the run store and the project's pyproject.toml, and polls run states.
+
+Two daemon threads (three, with the launch records below), started with the app and stopped
+with it:
+
+- the **watcher** reads the store (the newest records first, so the first screenful shows while
+  the rest is read) and the sweep records, then waits (:mod:`x_tui.app.file_watch`) for changes
+  to ``<state>/compute/runs/``, to ``<state>/x-tui/sweeps/`` and to the project's
+  ``pyproject.toml``; a run or a sweep saved by another shell or by substrax appears without a
+  key press, and only the records that changed are read again (:mod:`x_tui.app.run_records`);
+- the **poller** asks each unfinished run's backend for its state through the service (which puts
+  a deadline on every call), 1 s after the run appears and then backing off to 10 s while the
+  state stays the same. The runs of one backend (and settings) that are due together are asked
+  for in one call where the backend declares ``Capability.STATUSES`` (a run due within the next
+  ``first_interval`` joins them, so runs stay in step), else one call per run. A final state
+  is kept in ``<state>/x-tui/final-states.json`` (:mod:`x_tui.app.final_states`) and that run is
+  never polled again, in this session or the next.
+
+A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second: a run still
+being submitted is listed ``submitting``, one whose submitter died before it started ``failed``.
+
+No thread touches a widget, and this module imports no Textual: what the threads learn goes to the
+``on_*`` hooks, which do nothing here. The TUI's :class:`~x_tui.app.monitor.RunMonitor` turns them
+into messages; the headless watcher (:mod:`x_tui.app.watcher`) into events.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from x_tui.app.file_watch import Watched, watch
+from x_tui.app.final_states import read_final_states, write_final_states
+from x_tui.app.run_records import Record, read_record
+from x_tui.app.run_records import listing as list_records
+from x_tui.app.service import Service, frozen_settings
+from x_tui.compute.backend import RunState
+from x_tui.compute.launches import SUBMITTING, LaunchRecord
+from x_tui.compute.operations import Project, read_launches
+from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.compute.sweeps import StoredSweeps
+
+PYPROJECT = "pyproject.toml"
+FIRST_BATCH = 100
+"""How many of the newest records are read and shown before the rest of the store."""
+
+FIRST_PAUSE = 0.1
+"""Seconds the first read waits, after posting the newest records, before reading the rest."""
+
+LAUNCH_SECONDS = 1.0
+"""How often the launch records (runs whose submit has not finished) are read."""
+FIRST_INTERVAL = 1.0
+"""Seconds before a new (or changed) run is polled, by default."""
+
+MAX_INTERVAL = 10.0
+"""The longest wait between two polls of an unfinished run, by default."""
+
+
+@dataclass(slots=True)
+class _Poll:
+    due: float
+    interval: float
+    busy: bool = False
+    last_error: str | None = None
+    told: bool = False
+
+
+class RunFollower:
+    """Keeps a view of the run store and of each run's state current, and reports what changes."""
+
+    def __init__(
+        self,
+        service: Service,
+        *,
+        project: Path | None = None,
+        first_interval: float = FIRST_INTERVAL,
+        max_interval: float = MAX_INTERVAL,
+        error_interval: float = 60.0,
+        parallel: int = 4,
+        poll: bool = True,
+    ) -> None:
+        """Watch ``service``'s store (and ``project``'s pyproject.toml) and post what changes.
+
+        Args:
+            service: Reads the store and asks backends for states.
+            project: The project root whose pyproject.toml is watched; ``None`` watches none.
+            first_interval: Seconds before a new (or changed) run is polled.
+            max_interval: The longest wait between two polls of an unfinished run.
+            error_interval: The longest wait after a backend failed to answer.
+            parallel: How many status calls may be in flight at once.
+            poll: Whether to ask backends for states at all (off, only the final states kept
+                from earlier sessions are known; for tests that need a still picture).
+        """
+        self.service = service
+        self.project = project
+        self._polling = poll
+        self._first = first_interval
+        self._max = max_interval
+        self._error_max = error_interval
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._first_read = threading.Event()
+        """Set once the newest records are read: the first poll round waits for it, so the runs
+        found together are asked for together."""
+        self._lock = threading.Lock()
+        self._records: dict[Path, Record] = {}
+        self._handles: dict[str, RunHandle] = {}
+        self._states: dict[str, RunState] = {}
+        self._ended: dict[str, float | None] = {}
+        """Each finished run, with when it ended (``None`` when that is not known)."""
+        self._polls: dict[str, _Poll] = {}
+        self._launches: dict[str, LaunchRecord] = {}
+        self._launch_unreadable: dict[Path, str] = {}
+        """Each run whose submit has not finished (or never did), from its launch record."""
+        self._stored = StoredRuns(handles=(), unreadable={})
+        self._sweeps = StoredSweeps(sweeps=(), unreadable={})
+        self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="x-tui status")
+        self._threads: list[threading.Thread] = []
+        self._cache_path = service.state_dir / "x-tui" / "final-states.json"
+        self._dirty = False
+        self._scanned = False
+        self._published: set[str] = set()
+        """The runs of the last listing posted."""
+        self._saved_at = 0.0
+        self._save_lock = threading.Lock()
+
+    # Public API -------------------------------------------------------------------------------
+
+    @property
+    def first_interval(self) -> float:
+        """Seconds before a new (or changed) run is polled."""
+        return self._first
+
+    @property
+    def max_interval(self) -> float:
+        """The longest wait between two polls of an unfinished run."""
+        return self._max
+
+    @property
+    def runs_dir(self) -> Path:
+        """The directory of run handles being watched."""
+        return self.service.store.root
+
+    @property
+    def stored(self) -> StoredRuns:
+        """The store as last read (empty before the first read)."""
+        with self._lock:
+            return self._stored
+
+    @property
+    def sweeps(self) -> StoredSweeps:
+        """The sweep records as last read (empty before the first read)."""
+        with self._lock:
+            return self._sweeps
+
+    def state_of(self, run_id: str) -> RunState | None:
+        """The run's state as last reported, or ``None`` before its backend has answered."""
+        with self._lock:
+            return self._states.get(run_id)
+
+    def ended_at(self, run_id: str) -> float | None:
+        """When a finished run ended (an epoch time), or ``None`` if it has not (or is unknown)."""
+        with self._lock:
+            return self._ended.get(run_id)
+
+    def start(self) -> None:
+        """Start the watcher and the poller threads (once)."""
+        if self._threads:
+            return
+        loops = [("watch", self._watch_loop)]
+        if self._polling:
+            loops.append(("poll", self._poll_loop))
+            loops.append(("launches", self._launch_loop))
+        for name, target in loops:
+            thread = threading.Thread(target=target, name=f"x-tui monitor {name}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+
+    def stop(self) -> None:
+        """Stop both threads soon and keep the final states learnt so far.
+
+        Status calls in flight are abandoned, not waited for.
+        """
+        self._stop.set()
+        self._wake.set()
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._save_final_states()
+
+    def poll_soon(self, run_id: str) -> None:
+        """Ask for the run's state now (after a submit or a cancel), then back off again."""
+        with self._lock:
+            poll = self._polls.get(run_id)
+            if poll is None and run_id in self._handles and run_id not in self._ended:
+                poll = self._polls[run_id] = _Poll(due=0.0, interval=self._first)
+            if poll is not None:
+                poll.due = 0.0
+                poll.interval = self._first
+        self._wake.set()
+
+    def rescan(self) -> None:
+        """Read the whole store again (changed records only) and post what it holds."""
+        self._scan_all()
+
+    # Hooks (called from the follower's threads; each does nothing here) ---------------------
+
+    def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
+        """The store changed (``complete`` is false while it is still being read at start)."""
+
+    def on_sweeps_changed(self, sweeps: StoredSweeps) -> None:
+        """The sweep records changed."""
+
+    def on_project_changed(self, project: Project) -> None:
+        """The project's pyproject.toml changed; ``project`` is it read again."""
+
+    def on_state_changed(
+        self, handle: RunHandle, state: RunState, previous: RunState | None
+    ) -> None:
+        """The run's backend reports ``state``, not ``previous`` (``None``: its first answer)."""
+
+    def on_polled(self, handle: RunHandle, state: RunState) -> None:
+        """The run's backend answered (called after every answer, changed or not)."""
+
+    def on_status_failed(self, run_id: str, reason: str) -> None:
+        """The run's backend could not say where the run is (said once per distinct reason)."""
+
+    def on_launch_state(self, run_id: str, state: RunState) -> None:
+        """A run with no handle yet is ``state`` by its launch record, not by its backend.
+
+        ``submitting`` while its submitter works, ``failed`` when that died before it started.
+        """
+
+    # The watcher ------------------------------------------------------------------------------
+
+    def _watch_loop(self) -> None:
+        # Read here, not in __init__: ten thousand kept states take a while, and the app builds
+        # its first frame meanwhile.
+        self._load_final_states()
+        for directory in (self.runs_dir, self.service.sweeps_dir):
+            # A path that is not a directory is read as holding nothing, never fatal here.
+            with contextlib.suppress(OSError):
+                directory.mkdir(parents=True, exist_ok=True)
+        self._read_sweeps()
+        self._initial_scan()
+        watch(
+            Watched(
+                runs_dir=self.runs_dir,
+                sweeps_dir=self.service.sweeps_dir,
+                pyproject=self.project / PYPROJECT if self.project is not None else None,
+                runs_changed=self._runs_changed,
+                sweeps_changed=self._read_sweeps,
+                project_changed=self._project_changed,
+            ),
+            self._stop,
+        )
+
+    def _runs_changed(self, paths: Iterable[Path] | None) -> None:
+        if paths is None:
+            self._scan_all()
+        else:
+            self._scan_paths(paths)
+
+    def _project_changed(self) -> None:
+        if self.project is not None:
+            self.on_project_changed(self.service.open_project(self.project))
+
+    def _read_sweeps(self) -> None:
+        sweeps = self.service.read_sweeps()
+        with self._lock:
+            if sweeps == self._sweeps:
+                return
+            problems_changed = sweeps.unreadable != self._sweeps.unreadable
+            self._sweeps = sweeps
+            scanned = self._scanned
+        self.on_sweeps_changed(sweeps)
+        if problems_changed and scanned:
+            self._publish(complete=True)
+
+    def _initial_scan(self) -> None:
+        listing = list_records(self.runs_dir)
+        self._read_paths(listing[:FIRST_BATCH])
+        if len(listing) > FIRST_BATCH:
+            self._publish(complete=False)
+            # Let the UI show the first screenful before this thread takes the interpreter to
+            # read the rest.
+            self._stop.wait(FIRST_PAUSE)
+            self._read_paths(listing[FIRST_BATCH:])
+        self._publish(complete=True)
+
+    def _scan_all(self) -> None:
+        listing = list_records(self.runs_dir)
+        present = set(listing)
+        with self._lock:
+            gone = [path for path in self._records if path not in present]
+        changed = self._read_paths(listing) | self._forget(gone)
+        if changed:
+            self._publish(complete=True)
+
+    def _scan_paths(self, paths: Iterable[Path]) -> None:
+        existing: list[Path] = []
+        gone: list[Path] = []
+        for path in paths:
+            # A link is a record file of its own (named unreadable), dangling or not.
+            (existing if os.path.lexists(path) else gone).append(path)
+        if self._read_paths(existing) | self._forget(gone):
+            self._publish(complete=True)
+
+    def _forget(self, paths: Iterable[Path]) -> bool:
+        changed = False
+        with self._lock:
+            for path in paths:
+                record = self._records.pop(path, None)
+                if record is not None:
+                    changed = True
+                    if record.handle is not None:
+                        self._handles.pop(record.handle.run_id, None)
+                        self._polls.pop(record.handle.run_id, None)
+        return changed
+
+    def _read_paths(self, paths: Iterable[Path]) -> bool:
+        changed = False
+        for path in paths:
+            try:
+                info = path.lstat()
+            except FileNotFoundError:
+                changed |= self._forget([path])
+                continue
+            except OSError as error:
+                record = Record((0, 0), None, f"cannot be read: {error}")
+            else:
+                stamp = (info.st_mtime_ns, info.st_size)
+                with self._lock:
+                    known = self._records.get(path)
+                if known is not None and known.stamp == stamp:
+                    continue
+                try:
+                    record = read_record(self.service.store, path, stamp)
+                except Exception as error:  # no record may stop the watcher (a bug included)
+                    record = Record(stamp, None, f"cannot be read: {error!r}")
+            changed = True
+            self._keep(path, record)
+        return changed
+
+    def _keep(self, path: Path, record: Record) -> None:
+        with self._lock:
+            old = self._records.get(path)
+            if old is not None and old.handle is not None:
+                self._handles.pop(old.handle.run_id, None)
+            self._records[path] = record
+            handle = record.handle
+            if handle is None:
+                self._polls.pop(path.stem, None)
+                return
+            self._handles[handle.run_id] = handle
+            if handle.run_id not in self._ended and handle.run_id not in self._polls:
+                self._polls[handle.run_id] = _Poll(due=0.0, interval=self._first)
+        self._wake.set()
+
+    def _publish(self, *, complete: bool) -> None:
+        with self._lock:
+            launched = [
+                record.handle()
+                for run_id, record in self._launches.items()
+                if run_id not in self._handles
+            ]
+            handles = sorted(
+                [*self._handles.values(), *launched],
+                key=lambda handle: (handle.submitted_at, handle.run_id),
+                reverse=True,
+            )
+            # An unreadable sweep record is named beside the unreadable handles, as by status.
+            problems = [
+                *((path, record.reason) for path, record in self._records.items()),
+                *self._sweeps.unreadable.items(),
+            ]
+            unreadable = {path: reason for path, reason in sorted(problems) if reason is not None}
+            unreadable.update(self._launch_unreadable)
+            if complete:
+                self._scanned = True
+            self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
+            self._published = {handle.run_id for handle in handles}
+            stored = self._stored
+        self._first_read.set()
+        self.on_runs_changed(stored, complete=complete)
+
+    # Launch records ---------------------------------------------------------------------------
+
+    def _launch_loop(self) -> None:
+        while not self._stop.wait(LAUNCH_SECONDS):
+            self._read_launches()
+
+    def _read_launches(self) -> None:
+        """Resolve the launch records (adopting a dead submitter's run) and show the rest.
+
+        A run still being submitted reads ``submitting``, one whose submitter died before it
+        started ``failed``; neither is polled, and once its handle is saved it is polled as
+        every other run.
+        """
+        try:
+            stored = read_launches(self.service.store)
+        except Exception:  # a launch record never takes the monitor down; read again soon
+            return
+        records = {record.run_id: record for record in stored.records}
+        changes: list[tuple[str, RunState]] = []
+        with self._lock:
+            if records == self._launches and stored.unreadable == self._launch_unreadable:
+                return
+            self._launch_unreadable = dict(stored.unreadable)
+            for run_id in self._launches.keys() - records.keys():
+                if run_id not in self._handles:
+                    self._states.pop(run_id, None)
+            for run_id, record in records.items():
+                state = RunState.SUBMITTING if record.state == SUBMITTING else RunState.FAILED
+                if run_id not in self._handles and self._states.get(run_id) is not state:
+                    self._states[run_id] = state
+                    changes.append((run_id, state))
+            self._launches = records
+        self._publish(complete=True)
+        for run_id, state in changes:
+            self.on_launch_state(run_id, state)
+
+    # The poller -------------------------------------------------------------------------------
+
+    def _poll_loop(self) -> None:
+        while not self._first_read.is_set() and not self._stop.is_set():
+            self._first_read.wait(0.1)
+        while not self._stop.is_set():
+            now = time.monotonic()
+            groups: dict[tuple[str, str], list[RunHandle]] = {}
+            next_due: float | None = None
+            with self._lock:
+                for run_id, poll in self._polls.items():
+                    if poll.busy:
+                        continue
+                    if poll.due <= now:
+                        poll.busy = True
+                        handle = self._handles[run_id]
+                        groups.setdefault(_group(handle), []).append(handle)
+                for run_id, poll in self._polls.items():  # those due soon join their group
+                    if poll.busy or poll.due > now + self._first:
+                        continue
+                    handle = self._handles[run_id]
+                    joined = groups.get(_group(handle))
+                    if joined is not None:
+                        poll.busy = True
+                        joined.append(handle)
+                for poll in self._polls.values():
+                    if not poll.busy and (next_due is None or poll.due < next_due):
+                        next_due = poll.due
+            newest_first = sorted(
+                groups.values(),
+                key=lambda handles: max(h.submitted_at.timestamp() for h in handles),
+                reverse=True,
+            )
+            for handles in newest_first:
+                try:
+                    if len(handles) == 1:
+                        self._pool.submit(self._poll_one, handles[0])
+                    else:
+                        self._pool.submit(self._poll_group, handles)
+                except RuntimeError:  # the pool was shut down: the monitor is stopping
+                    return
+            if self._dirty and (not groups or now - self._saved_at >= 2.0):
+                self._save_final_states()
+            self._wake.wait(None if next_due is None else max(0.0, next_due - now))
+            self._wake.clear()
+        if self._dirty:
+            self._save_final_states()
+
+    def _poll_one(self, handle: RunHandle) -> None:
+        try:
+            self._ask(handle)
+        finally:
+            self._wake.set()
+
+    def _poll_group(self, handles: list[RunHandle]) -> None:
+        """Ask for the states of runs of one backend in one call; one call each if it cannot."""
+        try:
+            try:
+                states = self.service.statuses(handles)
+            except Exception as error:  # any failure is shown on the runs' rows, never raised
+                for handle in handles:
+                    self._status_failed(handle.run_id, str(error) or type(error).__name__)
+                return
+            if states is None:
+                for handle in sorted(handles, key=lambda h: h.submitted_at, reverse=True):
+                    try:
+                        self._pool.submit(self._poll_one, handle)
+                    except RuntimeError:
+                        return
+                return
+            for handle in handles:
+                state = states.get(handle.run_id)
+                if isinstance(state, RunState):
+                    self._settle(handle, state)
+                else:
+                    reason = str(state) if state is not None else "its backend did not say"
+                    self._status_failed(handle.run_id, reason or type(state).__name__)
+        finally:
+            self._wake.set()
+
+    def _ask(self, handle: RunHandle) -> None:
+        try:
+            state = self.service.status(handle)
+        except Exception as error:  # any failure is shown on the run's row, never raised
+            self._status_failed(handle.run_id, str(error) or type(error).__name__)
+            return
+        self._settle(handle, state)
+
+    def _settle(self, handle: RunHandle, state: RunState) -> None:
+        run_id = handle.run_id
+        ended: float | None = None
+        if state.is_final:
+            # The files' time when the backend keeps them here; else now, if this session saw
+            # the run unfinished; else unknown (a run found finished has no end time to show).
+            ended = self.service.ended_at_hint(handle)
+            with self._lock:
+                seen_running = self._states.get(run_id) is not None
+            if ended is None and seen_running:
+                ended = time.time()
+        with self._lock:
+            poll = self._polls.get(run_id)
+            previous = self._states.get(run_id)
+            changed = previous is not state
+            self._states[run_id] = state
+            if state.is_final:
+                self._ended[run_id] = ended
+                self._polls.pop(run_id, None)
+                self._dirty = True
+            elif poll is not None:
+                poll.interval = self._first if changed else min(poll.interval * 2, self._max)
+                poll.due = time.monotonic() + poll.interval
+                poll.busy = False
+                poll.last_error = None
+        if changed:
+            self.on_state_changed(handle, state, previous)
+        self.on_polled(handle, state)
+
+    def _status_failed(self, run_id: str, reason: str) -> None:
+        with self._lock:
+            poll = self._polls.get(run_id)
+            if poll is None:
+                return
+            repeated = poll.last_error == reason and poll.told
+            # Told before the run was in a posted listing, the screen had no row to show it on:
+            # it is told again at the next failure.
+            poll.told = run_id in self._published
+            poll.last_error = reason
+            poll.interval = min(max(poll.interval, self._first) * 2, self._error_max)
+            poll.due = time.monotonic() + poll.interval
+            poll.busy = False
+        if not repeated:
+            self.on_status_failed(run_id, reason)
+
+    # Final states, kept across sessions ------------------------------------------------------
+
+    def _load_final_states(self) -> None:
+        kept = read_final_states(self._cache_path)
+        if kept is None:
+            # Unreadable: rebuilt from the backends' answers, written over it at the next save.
+            with self._lock:
+                self._dirty = True
+            return
+        for run_id, (state, ended) in kept.items():
+            self._states[run_id] = state
+            self._ended[run_id] = ended
+
+    def _save_final_states(self) -> None:
+        # One save at a time, and a caller that finds one under way waits for it to be written
+        # (so ``stop`` returns only once every final state it knows of is on disk).
+        with self._save_lock:
+            with self._lock:
+                if not self._dirty:
+                    return
+                self._dirty = False
+                runs = {
+                    run_id: (self._states[run_id], ended) for run_id, ended in self._ended.items()
+                }
+            self._saved_at = time.monotonic()
+            write_final_states(self._cache_path, runs)
+
+
+def _group(handle: RunHandle) -> tuple[str, str]:
+    """Runs asked for together: those of one backend with the same settings."""
+    return handle.backend, frozen_settings(handle.settings)

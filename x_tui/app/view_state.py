@@ -1,0 +1,117 @@
+"""Where the user was in the TUI, kept in ``<state>/x-tui/view.json`` so a new session reopens it.
+
+The app writes the file as the view changes (:mod:`x_tui.app.view_keeper`), so a session that
+ends without warning (a dropped SSH link, SIGHUP) leaves it as it last was. The file is read with
+a size bound and every field checked; anything unexpected is dropped field by field (a damaged
+file reopens the main screen, never an error).
+
+This module imports no Textual.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from x_tui.compute.logindex_search import SearchQuery
+from x_tui.compute.records import write_atomic
+
+VIEW_NAME = "view.json"
+MAX_VIEW_BYTES = 64 * 1024
+MAX_QUERY_CHARS = 1000
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ViewState:
+    """What the user looked at.
+
+    Attributes:
+        screen: ``"main"`` or ``"run"``.
+        run_id: The run shown (on the run screen) or selected (on the main screen).
+        tab: The run screen's tab id (``tab-log``, ``tab-manifest``...).
+        log_top: The combined log's top line; ``None`` while it follows the end.
+        log_filter: Its filter, if any.
+        log_search: Its search, if any.
+        seen_at: When the user last looked (epoch seconds): the "while you were away" line lists
+            what happened after it.
+    """
+
+    screen: str = "main"
+    run_id: str | None = None
+    tab: str | None = None
+    log_top: int | None = None
+    log_filter: SearchQuery | None = None
+    log_search: SearchQuery | None = None
+    seen_at: float = 0.0
+
+    def same_place(self, other: ViewState) -> bool:
+        """Whether ``other`` is the same view (whenever it was seen)."""
+        return _place(self) == _place(other)
+
+
+def _place(view: ViewState) -> tuple[object, ...]:
+    return (view.screen, view.run_id, view.tab, view.log_top, view.log_filter, view.log_search)
+
+
+def view_path(state_dir: Path) -> Path:
+    """The view file of ``state_dir``."""
+    return state_dir / "x-tui" / VIEW_NAME
+
+
+def write_view(state_dir: Path, view: ViewState) -> None:
+    """Replace the view file (atomically).
+
+    Raises:
+        OSError: If it cannot be written.
+    """
+    path = view_path(state_dir)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = asdict(view)
+    write_atomic(path, json.dumps(data, ensure_ascii=True, sort_keys=True) + "\n")
+
+
+def read_view(state_dir: Path) -> ViewState | None:
+    """The view last kept, or ``None`` when there is none that can be read."""
+    try:
+        with open(view_path(state_dir), "rb") as stream:
+            if os.fstat(stream.fileno()).st_size > MAX_VIEW_BYTES:
+                return None
+            data = json.loads(stream.read(MAX_VIEW_BYTES))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    screen = data.get("screen")
+    seen_at = data.get("seen_at")
+    return ViewState(
+        screen=screen if screen in ("main", "run") else "main",
+        run_id=_text(data.get("run_id"), 200),
+        tab=_text(data.get("tab"), 100),
+        log_top=_line(data.get("log_top")),
+        log_filter=_query(data.get("log_filter")),
+        log_search=_query(data.get("log_search")),
+        seen_at=float(seen_at)
+        if isinstance(seen_at, (int, float)) and not isinstance(seen_at, bool)
+        else 0.0,
+    )
+
+
+def _text(value: object, limit: int) -> str | None:
+    return value if isinstance(value, str) and 0 < len(value) <= limit else None
+
+
+def _line(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _query(value: object) -> SearchQuery | None:
+    if not isinstance(value, dict):
+        return None
+    text = _text(value.get("text"), MAX_QUERY_CHARS)
+    regex = value.get("regex")
+    ignore_case = value.get("ignore_case")
+    if text is None or not isinstance(regex, bool) or not isinstance(ignore_case, bool):
+        return None
+    return SearchQuery(text=text, regex=regex, ignore_case=ignore_case)

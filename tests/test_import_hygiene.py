@@ -99,6 +99,7 @@ VERBS = {
     "status RUN_ID --json": ["status", "{run_id}", "--json"],
     "logs": ["logs", "{run_id}"],
     "logs --follow": ["logs", "{run_id}", "--follow"],
+    "metrics --json": ["metrics", "{run_id}", "--json"],
     "fetch": ["fetch", "{run_id}", "--into", "{tmp}"],
     "cancel": ["cancel", "{run_id}"],
     "teardown (refused for a local run)": ["teardown", "{run_id}"],

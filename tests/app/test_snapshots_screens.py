@@ -112,8 +112,39 @@ def _fixed_files(monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
         attempt_logs={("train", 1): "step 1 loss nan\n"},
         project=str(project),
     )
+    (outputs,) = (state / "compute" / "local").glob("*/outputs")
+    _write_side_files(outputs)
     yield project
     shutil.rmtree(BASE, ignore_errors=True)
+
+
+def _write_side_files(outputs: Path) -> None:
+    """Telemetry of 8 GPUs over 40 samples, and a loss and accuracy over 50 steps with a bar."""
+    lines = [
+        '{"x_tui_telemetry":1,"interval":5.0,"stall_seconds":600.0,"started":0,'
+        '"memory_limit_mib":131072}',
+        '{"devices":[' + ",".join(f'[{i},"NVIDIA H200"]' for i in range(8)) + "]}",
+    ]
+    for tick in range(40):
+        gpus = ",".join(
+            f"[{i},{(tick * 9 + i * 13) % 100},{60000 + tick * 500 + i * 10},143771,"
+            f"{300 + (tick * 17 + i * 7) % 400},{45 + i}]"
+            for i in range(8)
+        )
+        lines.append(
+            f'{{"t":{tick * 5},"gpus":[{gpus}],"cpu":{400 + tick},"rss_mib":{20000 + tick * 10},'
+            f'"procs":9,"last_output":{tick * 5}}}'
+        )
+    (outputs / "telemetry.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    metrics = ['{"x_tui_metrics": 1}']
+    for step in range(0, 500, 10):
+        loss = 2.5 * 0.99**step + 0.1
+        metrics.append(f'{{"step":{step},"values":{{"loss":{loss:.4f},"acc":{step / 600:.3f}}}}}')
+    metrics.append(
+        '{"t":200,"task":"train","progress":{"n":300,"total":1000,"percent":30.0,'
+        '"rate":2.5,"eta_seconds":280}}'
+    )
+    (outputs / "metrics.jsonl").write_text("\n".join(metrics) + "\n", encoding="utf-8")
 
 
 def _app() -> Any:
@@ -159,6 +190,16 @@ def test_run_screen_devices(
 ) -> None:
     async def run_before(pilot: Pilot[Any]) -> None:
         await _open_run(pilot, "tab-devices")
+
+    assert snap_compare(_app(), terminal_size=size, run_before=run_before)
+
+
+@pytest.mark.parametrize("size", SIZES, ids=lambda size: f"{size[0]}x{size[1]}")
+def test_run_screen_metrics(
+    fixed: Path, snap_compare: Callable[..., bool], size: tuple[int, int]
+) -> None:
+    async def run_before(pilot: Pilot[Any]) -> None:
+        await _open_run(pilot, "tab-metrics")
 
     assert snap_compare(_app(), terminal_size=size, run_before=run_before)
 

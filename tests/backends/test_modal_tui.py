@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 from pathlib import Path
 
 import pytest
@@ -124,3 +125,36 @@ def test_a_modal_run_shows_live_cancels_and_fetches_from_the_tui(
     fetched = list((tmp_path / "default-state" / "compute" / "fetched").glob("*/first/stdout.log"))
     assert len(fetched) == 1
     assert "first done" in fetched[0].read_text()
+
+
+def test_a_modal_runs_device_samples_reach_the_devices_tab(
+    fake: FakeModal, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The worker's telemetry.jsonl, peeked from the Volume while the run goes on."""
+    fake_gpus = Path(__file__).resolve().parent.parent / "fake_gpus"
+    monkeypatch.setenv("PATH", f"{fake_gpus}:{os.environ['PATH']}")
+
+    async def scenario() -> None:
+        app = XTuiApp(project, service=Service())
+        async with app.run_test(size=(120, 40)) as pilot:
+            await _submit(app, pilot, project)
+            await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+            screen = app.screen
+            assert isinstance(screen, RunScreen)
+            screen.query_one("#run-tabs", TabbedContent).active = "tab-devices"
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.snapshot is not None
+                    and screen.snapshot.telemetry is not None
+                    and len(screen.snapshot.telemetry.samples) >= 1
+                ),
+                "a device sample, peeked from the Volume",
+            )
+            await wait_until(pilot, lambda: "processes: " in _text(app), "the processes' line")
+            await pilot.press("c")
+            await wait_until(pilot, lambda: "Cancel run" in _text(app), "the question")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+
+    asyncio.run(scenario())

@@ -145,3 +145,43 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
     fetched = list((tmp_path / "state" / "compute" / "fetched").glob("*/first/stdout.log"))
     assert len(fetched) == 1
     assert "first done" in fetched[0].read_text()
+
+
+def test_a_skypilot_runs_device_samples_reach_the_devices_tab(
+    fake_sky: FakeSky,
+    s3: S3Server,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker's telemetry.jsonl, peeked from the bucket while the run goes on."""
+    for name, value in s3.environment.items():
+        monkeypatch.setenv(name, value)
+    bucket = s3.make_bucket(f"tel-{tmp_path.name.lower().replace('_', '-')[-40:]}")
+    project = make_project(tmp_path, fake_sky.tool.link, bucket)
+
+    async def scenario() -> None:
+        app = XTuiApp(project, service=Service())
+        async with app.run_test(size=(140, 40)) as pilot:
+            await _submit(app, pilot, project)
+            await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+            screen = app.screen
+            assert isinstance(screen, RunScreen)
+            await wait_until(pilot, lambda: "second sleeping" in _text(app), "the log line")
+            screen.query_one("#run-tabs", TabbedContent).active = "tab-devices"
+            await wait_until(
+                pilot,
+                lambda: (
+                    screen.snapshot is not None
+                    and screen.snapshot.telemetry is not None
+                    and len(screen.snapshot.telemetry.samples) >= 1
+                ),
+                "a device sample, peeked from the bucket",
+            )
+            await wait_until(pilot, lambda: "processes: " in _text(app), "the processes' line")
+            await pilot.press("c")
+            await wait_until(pilot, lambda: "Cancel run" in _text(app), "the question")
+            await pilot.press("y")
+            await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+
+    asyncio.run(scenario())
+    assert fake_sky.clusters() == []

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import ClassVar, cast
 
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import ActiveBinding, Binding, BindingType
 from textual.containers import Vertical
@@ -46,6 +46,7 @@ from x_tui.app.messages import (
     RunStatusFailed,
     SweepsChanged,
 )
+from x_tui.app.run_watch import WATCH_SECONDS, WatchPoller, watch_cells
 from x_tui.app.settings import refresh_scale
 from x_tui.compute.operations import JobList, Project
 from x_tui.compute.store import RunHandle
@@ -149,6 +150,8 @@ class MainScreen(Screen[None]):
             self.runs.show_sweeps(monitor.sweeps)
             self._show_runs(RunsChanged(monitor.stored, False))
         self.action_reload(store=False)
+        self._watcher = WatchPoller(service_of(self.app))
+        self.set_interval(WATCH_SECONDS * refresh_scale(self.app), self._poll_watch)
 
     # Widgets ----------------------------------------------------------------------------------
 
@@ -221,6 +224,24 @@ class MainScreen(Screen[None]):
             table.show_stored(message.stored, states=monitor.state_of, ended=monitor.ended_at)
         self._title_runs()
         self._describe_highlighted()
+
+    def _poll_watch(self) -> None:
+        monitor = monitor_of(self.app)
+        if monitor is None:
+            return
+        running = [
+            handle
+            for handle in monitor.stored.handles
+            if (state := monitor.state_of(handle.run_id)) is not None and not state.is_final
+        ]
+        if running or self.runs.watching:
+            self._read_watch(running)
+
+    @work(thread=True, exclusive=True, group="runs-watch")
+    def _read_watch(self, handles: list[RunHandle]) -> None:
+        found = self._watcher.poll(handles, now=self._clock())
+        cells = {run_id: watch_cells(watch) for run_id, watch in found.items() if watch}
+        self.app.call_from_thread(self.runs.show_watch, cells)
 
     def on_sweeps_changed(self, message: SweepsChanged) -> None:
         """Group each sweep's runs under a row of their own."""

@@ -1,7 +1,7 @@
-"""The run screen's header: the run's state as a badge, its id and how long it has run (or ran);
-job, backend, submission time and age; the provider's details; and a notice line (a status or
-log-stream failure). What matters most comes first on the first line, so a narrow terminal cuts
-the rest.
+"""The run screen's header: the run's state as a badge, its id and how long it has run (or ran),
+then its progress, GPU use, cost so far and flags; job, backend, submission time and age; the
+provider's details; and a notice line (a status or log-stream failure). What matters most comes
+first on the first line, so a narrow terminal cuts the rest.
 
 Every string from the run goes through ``safe_text``.
 """
@@ -34,6 +34,26 @@ def utc_now() -> dt.datetime:
     return dt.datetime.now(dt.UTC)
 
 
+def watch_text(
+    *,
+    progress: str | None,
+    gpu_percent: float | None,
+    cost_usd: float | None,
+    flags: tuple[str, ...],
+) -> Text:
+    """``45% ETA 5m · GPUs 97% · $1.20 so far · ⚠ silent 14 min, GPUs 0%``, what is known of it."""
+    parts: list[Text] = []
+    if progress is not None:
+        parts.append(Text(progress, style="bold"))
+    if gpu_percent is not None:
+        parts.append(Text(f"GPUs {gpu_percent:.0f}%"))
+    if cost_usd is not None:
+        parts.append(Text(f"${cost_usd:,.2f} so far"))
+    if flags:
+        parts.append(safe_text("⚠ " + "; ".join(flags), "bold black on dark_orange"))
+    return Text(" · ").join(parts)
+
+
 def header_renderable(
     handle: RunHandle,
     state: RunState | None,
@@ -42,6 +62,7 @@ def header_renderable(
     ended_at: dt.datetime | None,
     notice: Text | None = None,
     settings_note: str | None = None,
+    watch: Text | None = None,
 ) -> Group:
     """The run's header: state, id and duration; job, backend, submission time, age; details.
 
@@ -53,6 +74,7 @@ def header_renderable(
         notice: A line to add below (a status or log-stream failure).
         settings_note: Where the run's backend settings come from, when that is worth saying
             (a substrax 0.1.x handle: from the project), shown after the details.
+        watch: The run's progress, GPU use, cost so far and flags, after its id.
 
     Returns:
         The header's lines, each cut to the width rather than wrapped.
@@ -67,6 +89,9 @@ def header_renderable(
             first.append(f" · took {format_seconds((ended_at - submitted).total_seconds())}")
     elif state is not None:
         first.append(f" · running for {format_seconds((now - submitted).total_seconds())}")
+    if watch is not None and watch.plain:
+        first.append(" · ")
+        first.append_text(watch)
     second = Text("job ")
     second.append_text(safe_text(handle.job, "bold"))
     second.append(" · ")

@@ -38,17 +38,20 @@ from x_tui.app.actions import (
 from x_tui.app.fetch_bar import FetchBar
 from x_tui.app.log_views import new_log_view
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
-from x_tui.app.run_header import header_renderable, utc_now
+from x_tui.app.run_header import header_renderable, utc_now, watch_text
 from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.settings import refresh_scale
 from x_tui.app.task_logs import TaskLogs
 from x_tui.compute.backend import RunState
 from x_tui.compute.manifest import TaskStatus
+from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, SettingsOrigin
 from x_tui.widgets.devices_view import DevicesView
+from x_tui.widgets.live_devices import LiveDevices
 from x_tui.widgets.log_view import LogPlace, LogView
 from x_tui.widgets.manifest_view import ManifestView
+from x_tui.widgets.metrics_view import MetricsView
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import SpecView
 
@@ -64,7 +67,7 @@ TASK_MARKS = {
     TaskStatus.TIMED_OUT: "✗ ",
 }
 
-FIXED_TABS = ("tab-log", "tab-manifest", "tab-devices", "tab-spec")
+FIXED_TABS = ("tab-log", "tab-manifest", "tab-devices", "tab-metrics", "tab-spec")
 
 
 @dataclass(kw_only=True)
@@ -162,6 +165,9 @@ class RunScreen(RunActions, Screen[None]):
                 yield ManifestView(id="manifest")
             with TabPane(Content("Devices"), id="tab-devices"), VerticalScroll():
                 yield DevicesView(Text("Reading the run's files…", style="dim"), id="devices")
+                yield LiveDevices(id="live-devices")
+            with TabPane(Content("Metrics"), id="tab-metrics"):
+                yield MetricsView(id="metrics")
             with TabPane(Content("Spec"), id="tab-spec"), VerticalScroll():
                 yield SpecView(Text("Reading the staged spec…", style="dim"), id="spec")
         yield FetchBar(id="fetch-bar")
@@ -283,6 +289,8 @@ class RunScreen(RunActions, Screen[None]):
             platforms=self.spec.runtime.platforms if self.spec is not None else None,
             state=self.state,
         )
+        await self.query_one("#live-devices", LiveDevices).show(snapshot.telemetry, running=running)
+        self.query_one("#metrics", MetricsView).show(snapshot.metrics)
         tabs = self.query_one("#run-tabs", TabbedContent)
         outcomes = {task.name: task for task in (manifest.tasks if manifest else ())}
         for index, task in enumerate(tasks):
@@ -352,6 +360,33 @@ class RunScreen(RunActions, Screen[None]):
             ended_at=self.ended_at,
             notice=self._notice,
             settings_note=self._settings_note,
+            watch=self._watch(),
+        )
+
+    def _watch(self) -> Text | None:
+        """The header's progress, GPU use, cost so far and flags, from the last read."""
+        snapshot = self.snapshot
+        if snapshot is None:
+            return None
+        running = self.state is not None and not self.state.is_final
+        progress = snapshot.metrics.progress
+        telemetry = snapshot.telemetry
+        now = self.clock().timestamp()
+        cost = None
+        if running and self.spec is not None:
+            hourly = hourly_price(self.handle.backend, self.spec.resources)
+            cost = cost_so_far(now - self.handle.submitted_at.timestamp(), hourly)
+        flags = flags_of(telemetry, now=now) if running else ()
+        shown = None
+        if progress is not None:  # a finished run's ETA means nothing any more
+            shown = progress.text() if running else f"{progress.percent:.0f}%"
+        return watch_text(
+            progress=shown,
+            gpu_percent=(
+                telemetry.mean_utilization() if telemetry is not None and running else None
+            ),
+            cost_usd=cost,
+            flags=tuple(flag.reason for flag in flags),
         )
 
     def _update_header(self) -> None:

@@ -29,6 +29,7 @@ from x_tui.app.service import Service
 from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME, RunFiles
 from x_tui.compute.errors import UserError
+from x_tui.compute.log_metrics import METRICS_NAME
 from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
 from x_tui.compute.outputs import (
     OutputTooLargeError,
@@ -44,6 +45,8 @@ from x_tui.compute.record_files import (
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import JobSpec, check_name, read_job_spec
 from x_tui.compute.store import RunHandle, backend_state_dir
+from x_tui.compute.telemetry import TELEMETRY_NAME
+from x_tui.compute.telemetry_read import RunMetrics, Telemetry, read_metrics, read_telemetry
 from x_tui.compute.worker import ATTEMPTS_DIR, ATTEMPTS_NAME
 
 STREAMS = ("stdout", "stderr")
@@ -93,6 +96,8 @@ class RunSnapshot:
         in_progress: The tasks with a directory but no outcome yet, by name (read only where
             the outputs are on this machine).
         last_log_line: The combined log's last line (untrusted), where it is on this machine.
+        telemetry: The worker's device and process samples (``telemetry.jsonl``), if any.
+        metrics: The metrics and progress the worker found in the logs (``metrics.jsonl``).
     """
 
     manifest: JobManifest | None = None
@@ -104,6 +109,8 @@ class RunSnapshot:
     reachable: bool = True
     in_progress: Mapping[str, TaskProgress] = field(default_factory=dict)
     last_log_line: str | None = None
+    telemetry: Telemetry | None = None
+    metrics: RunMetrics = field(default_factory=RunMetrics)
 
 
 def fetched_copy(handle: RunHandle) -> Path | None:
@@ -220,6 +227,7 @@ class RunReader:
                 attempts = read_attempts(raw_attempts)
             except RecordError as error:
                 attempts_problem = str(error)
+        telemetry, metrics = self._side_files()
         outputs = self.outputs_dir()
         kept = kept_attempts(outputs) if outputs is not None else None
         attempts = earlier_attempts(attempts, manifest, kept)
@@ -235,7 +243,16 @@ class RunReader:
             attempts_problem=attempts_problem,
             source=source,
             reachable=reachable,
+            telemetry=telemetry,
+            metrics=metrics,
         )
+
+    def _side_files(self) -> tuple[Telemetry | None, RunMetrics]:
+        """The worker's telemetry and metrics side files, as far as they can be read."""
+        try:
+            return read_telemetry(self.read(TELEMETRY_NAME)), read_metrics(self.read(METRICS_NAME))
+        except Exception:  # the side files are extras, never a failure of the run
+            return None, RunMetrics()
 
     def _can_peek(self) -> bool:
         from x_tui.compute.backend import Capability, capabilities_of

@@ -227,7 +227,7 @@ class LocalBackend:
             ConfigError: If the interpreter cannot be started (the message names it), or the job
                 asks for provider secrets (``secrets.platform``), which this machine has not.
         """
-        extensions = extensions or JobExtensions()
+        extensions = extensions if extensions is not None else JobExtensions()
         refuse_platform_secrets(extensions)
         run = new_run(spec, project, settings=self.settings.table(), launch=launch)
         run_dir = stage_run(self.runs, run)
@@ -235,7 +235,13 @@ class LocalBackend:
         table = extensions.retries.worker_table([task.name for task in spec.tasks])
         retries = write_retries_file(run_dir, table, step=run.step)
         interpreter = default_interpreter(run.project, self.settings.python)
-        command = worker_command(interpreter, run_dir=run_dir, project=run.project, retries=retries)
+        command = worker_command(
+            interpreter,
+            run_dir=run_dir,
+            project=run.project,
+            retries=retries,
+            watch=extensions.watch,
+        )
         marker = new_marker(run.run_id)
         (run_dir / WORKER_LOG).touch()
         run.step("worker log made")

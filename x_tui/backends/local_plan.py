@@ -22,6 +22,7 @@ from x_tui.compute.plan_warnings import WARNING_KEY
 from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.retries import RETRIES_NAME
 from x_tui.compute.spec import JobSpec
+from x_tui.compute.telemetry import WatchSettings
 from x_tui.compute.worker_bundle import WORKER_NAME
 
 NAME: Final = "local"
@@ -56,7 +57,12 @@ def default_interpreter(project: Path, python: str | None = None) -> list[str]:
 
 
 def worker_command(
-    interpreter: list[str], *, run_dir: Path, project: Path, retries: Path | None = None
+    interpreter: list[str],
+    *,
+    run_dir: Path,
+    project: Path,
+    retries: Path | None = None,
+    watch: WatchSettings | None = None,
 ) -> list[str]:
     """The worker's command line; it holds the run directory, and so the run id.
 
@@ -65,6 +71,7 @@ def worker_command(
         run_dir: The staged run's directory.
         project: The project root.
         retries: The worker's retries file, when a task is retried.
+        watch: The job's ``telemetry_seconds``, ``stall_seconds`` and ``metric_patterns``.
 
     Returns:
         The argv.
@@ -81,6 +88,8 @@ def worker_command(
         "--outputs",
         str(run_dir / OUTPUTS),
     ]
+    if watch is not None:
+        command += watch.worker_arguments()
     return command if retries is None else [*command, "--retries", str(retries)]
 
 
@@ -125,7 +134,13 @@ def describe_plan(
         else {}
     )
     retries = run_dir / RETRIES_NAME if table else None
-    command = worker_command(interpreter, run_dir=run_dir, project=root, retries=retries)
+    command = worker_command(
+        interpreter,
+        run_dir=run_dir,
+        project=root,
+        retries=retries,
+        watch=extensions.watch if extensions is not None else None,
+    )
     plan: dict[str, JsonValue] = {
         "backend": NAME,
         "interpreter": list(interpreter),

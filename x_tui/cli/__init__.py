@@ -1,13 +1,13 @@
 """``x-tui``: the terminal UI with no command, headless verbs for scripts and CI.
 
 ``x-tui`` opens the TUI on the project around the current directory and ``x-tui demo`` on a
-bundled demo project; ``jobs``, ``check``, ``plan``, ``run``, ``status``, ``logs``, ``fetch``,
-``cancel``, ``delete``, ``teardown``, ``backends`` and ``watch`` run headless and never import
-Textual or Rich (a test checks ``sys.modules``). Exit status: 0 on success; 1 for a run that did
-not succeed, a ``status`` that met an unreadable record, a ``check`` that found jobs substrax could
-not run, a step of a ``cancel`` or ``teardown`` that failed, or a ``delete`` the user declined; 2
-for a refused command, with one line on stderr and no traceback; 130 when the user stops following
-a run, which goes on running.
+bundled demo project; ``jobs``, ``check``, ``plan``, ``run``, ``status``, ``logs``, ``metrics``,
+``fetch``, ``cancel``, ``delete``, ``teardown``, ``backends`` and ``watch`` run headless and never
+import Textual or Rich (a test checks ``sys.modules``). Exit status: 0 on success; 1 for a run that
+did not succeed, a ``status`` that met an unreadable record, a ``check`` that found jobs substrax
+could not run, a step of a ``cancel`` or ``teardown`` that failed, or a ``delete`` the user
+declined; 2 for a refused command, with one line on stderr and no traceback; 130 when the user stops
+following a run, which goes on running.
 
 Only the parser is imported at start; each verb imports what it needs when it runs.
 """
@@ -45,6 +45,10 @@ def _verb(name: str) -> Callable[[argparse.Namespace], int]:
         from x_tui.cli.check_verb import check
 
         return check
+    if name == "metrics":
+        from x_tui.cli.metrics_verb import metrics
+
+        return metrics
     if name == "serve":
         from x_tui.cli.serve_verb import serve
 

@@ -78,6 +78,14 @@ def _watch_options(parser: argparse.ArgumentParser) -> None:
     what.add_argument("--stop", action="store_true", help="stop the running watcher")
 
 
+def _metrics_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("run_id", metavar="RUN_ID")
+    parser.add_argument(
+        "--follow", action="store_true", help="print again as samples come, until the run ends"
+    )
+    _json_option(parser)
+
+
 def _serve_options(parser: argparse.ArgumentParser) -> None:
     """The ``serve`` verb's options."""
     parser.add_argument("--port", type=int, default=8765, help="the port (default: 8765)")
@@ -138,6 +146,8 @@ def build_parser() -> Parser:
     )
     status.add_argument("--sweep", metavar="SWEEP_ID", help="only the runs of this sweep")
     _json_option(status)
+
+    _metrics_options(verb("metrics", "Print a run's device samples, metrics and progress."))
 
     logs = verb("logs", "Print a run's log lines.")
     logs.add_argument("run_id", metavar="RUN_ID")

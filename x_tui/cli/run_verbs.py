@@ -9,9 +9,11 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import sys
+import time
 from pathlib import Path
 
 from x_tui.cli.describe import age_text
+from x_tui.cli.metrics_verb import flags_text, watch_json
 from x_tui.cli.output import complain, error_message, print_json, print_log, say
 from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.errors import RunNotFoundError, UserError
@@ -124,7 +126,7 @@ def _counts(states: list[RunState | None]) -> str:
     return ", ".join(f"{names.count(name)} {name}" for name in dict.fromkeys(names))
 
 
-def status(args: argparse.Namespace) -> int:
+def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read top to bottom
     """``x-tui status [RUN_ID|SWEEP_ID] [--sweep SWEEP_ID] [--json]``: the runs' states.
 
     One line per run, ``<run_id>  <backend>  <job>  <state>``; on a terminal a fifth column says
@@ -164,10 +166,14 @@ def status(args: argparse.Namespace) -> int:
     states, failed = _states(handles)
     code = EXIT_FAILED if failed else EXIT_OK
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
+    watches = {h.run_id: _watch_of(h, states[h.run_id]) for h in handles}
     submitting = [] if wanted is not None else list(launches.records)
     if args.json:
         runs = [_launch_json(record) for record in submitting]
-        runs += [_run_json(h, states[h.run_id], by_run.get(h.run_id), store) for h in handles]
+        runs += [
+            {**_run_json(h, states[h.run_id], by_run.get(h.run_id), store), **watches[h.run_id]}
+            for h in handles
+        ]
     for record in submitting:
         if not args.json:
             say(_line(record.handle(), _launch_state(record).value, now=now))
@@ -179,7 +185,8 @@ def status(args: argparse.Namespace) -> int:
         if args.json:
             break
         if sweep is None:
-            say(_line(handle, _state_text(states[handle.run_id]), now=now, store=store))
+            line = _line(handle, _state_text(states[handle.run_id]), now=now, store=store)
+            say(_with_watch(line, watches[handle.run_id]))
             continue
         if sweep.sweep_id in shown:
             continue
@@ -191,7 +198,7 @@ def status(args: argparse.Namespace) -> int:
         for member in members:
             values = parameters_text(sweep.parameters_of(member.run_id) or {})
             line = _line(member, _state_text(states[member.run_id]), now=now, store=store)
-            say(f"  {line}  {escaped(values)}")
+            say(f"  {_with_watch(line, watches[member.run_id])}  {escaped(values)}")
     unreadable = {
         **stored.unreadable,
         **(recorded.unreadable if wanted is None else {}),
@@ -235,11 +242,13 @@ def _status_one(
             if record.reason:
                 complain(f"{record.run_id}: {record.reason}")
         return EXIT_OK
-    state = backend_for(handle).status(handle)
+    backend = backend_for(handle)
+    state = backend.status(handle)
+    watch = watch_json(handle, backend, state, now=time.time())
     if as_json:
-        print_json(_run_json(handle, state, sweep_of(handle.run_id), store))
+        print_json({**_run_json(handle, state, sweep_of(handle.run_id), store), **watch})
     else:
-        say(_line(handle, state.value, now=now, store=store))
+        say(_with_watch(_line(handle, state.value, now=now, store=store), watch))
     return EXIT_OK
 
 
@@ -257,6 +266,30 @@ def _launch_json(record: LaunchRecord) -> dict[str, JsonValue]:
         **_run_json(record.handle(), _launch_state(record)),
         "reason": record.reason or None,
     }
+
+
+def _watch_of(handle: RunHandle, state: RunState | None) -> dict[str, JsonValue]:
+    """``progress``, ``cost_so_far`` and ``flags`` of a run (nulls when they cannot be had)."""
+    if state is None:
+        return {"progress": None, "cost_so_far": None, "flags": []}
+    try:
+        return watch_json(handle, backend_for(handle), state, now=time.time())
+    except (UserError, ValueError, LookupError, OSError):
+        return {"progress": None, "cost_so_far": None, "flags": []}
+
+
+def _with_watch(line: str, watch: dict[str, JsonValue]) -> str:
+    """A status line with the run's progress, cost so far and flags, where it has them."""
+    progress = watch.get("progress")
+    if isinstance(progress, dict) and isinstance(progress.get("percent"), (int, float)):
+        line = f"{line}  {progress['percent']:.0f}%"
+    cost = watch.get("cost_so_far")
+    if isinstance(cost, (int, float)):
+        line = f"{line}  ${cost:,.2f} so far"
+    flags = watch.get("flags")
+    if isinstance(flags, list) and flags:
+        line = f"{line}  FLAGGED: {flags_text(flags)}"
+    return line
 
 
 def _state_text(state: RunState | None) -> str:

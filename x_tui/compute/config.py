@@ -20,7 +20,8 @@ import tomlkit.exceptions
 
 from x_tui.compute.dependencies import read_dependencies
 from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError
-from x_tui.compute.extensions import EXTENSION_KEYS, JobExtensions
+from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS, JobExtensions
+from x_tui.compute.log_metrics import compile_patterns
 from x_tui.compute.overlays import OVERLAY_TABLE, merge_overlay
 from x_tui.compute.records import JsonValue, RecordError, dump_record, read_record
 from x_tui.compute.resources import (
@@ -40,6 +41,7 @@ from x_tui.compute.spec import (
     discover_examples,
     example_tasks,
 )
+from x_tui.compute.telemetry import WatchSettings
 
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.substrax.compute"
@@ -56,7 +58,7 @@ _SPEC_KEYS = (
     "env",
     "mounts",
 )
-_JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS + EXTENSION_KEYS
+_JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS + EXTENSION_KEYS + WATCH_KEYS
 _RUNTIME_KEYS = tuple(item.name for item in fields(JaxRuntime))
 
 
@@ -328,7 +330,42 @@ def _extensions(where: str, table: dict[str, Any], spec: JobSpec) -> JobExtensio
         extensions = replace(
             extensions, retries=read_retries(table["retries"], where=where, tasks=names)
         )
+    if any(key in table for key in WATCH_KEYS):
+        extensions = replace(extensions, watch=_watch(where, table))
     return extensions
+
+
+def _watch(where: str, table: dict[str, Any]) -> WatchSettings:
+    """``telemetry_seconds``, ``stall_seconds`` and ``metric_patterns``, checked."""
+    watch = WatchSettings()
+    seconds = _seconds(where, "telemetry_seconds", table.get("telemetry_seconds"))
+    if seconds is not None:
+        if not 0 <= seconds <= 3600 or (0 < seconds < 0.2):
+            raise ConfigError(
+                f"{where} telemetry_seconds: expected 0 (no samples) or 0.2 to 3600 seconds,"
+                f" got {table['telemetry_seconds']!r}"
+            )
+        watch = replace(watch, seconds=float(seconds))
+    stall = _seconds(where, "stall_seconds", table.get("stall_seconds"))
+    if stall is not None:
+        if stall <= 0:
+            raise ConfigError(
+                f"{where} stall_seconds: expected a positive duration, got"
+                f" {table['stall_seconds']!r}"
+            )
+        watch = replace(watch, stall_seconds=float(stall))
+    if "metric_patterns" in table:
+        patterns = table["metric_patterns"]
+        if not isinstance(patterns, list) or not all(isinstance(p, str) for p in patterns):
+            raise ConfigError(
+                f"{where} metric_patterns: expected a list of regular expressions, got {patterns!r}"
+            )
+        try:
+            compile_patterns(patterns)
+        except ValueError as error:
+            raise ConfigError(f"{where} metric_patterns: {error}") from None
+        watch = replace(watch, patterns=tuple(patterns))
+    return watch
 
 
 def _seconds(where: str, key: str, value: object) -> float | None:

@@ -25,6 +25,7 @@ from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.retries import RetryPolicy
 from x_tui.compute.secrets import SecretsRequest
 from x_tui.compute.spec import Accelerator, Resources
+from x_tui.compute.telemetry import WatchSettings
 
 
 def _is_number(value: object) -> bool:
@@ -206,6 +207,9 @@ class ResourceRequest:
 
 EXTENSION_KEYS = ("dependencies", "secrets", "retries")
 """The job-table keys a :class:`JobExtensions` holds."""
+WATCH_KEYS = ("telemetry_seconds", "stall_seconds", "metric_patterns")
+"""The job-table keys of how the worker watches a run (:class:`JobExtensions`'s ``watch``);
+a backend that cannot pass them on runs the job with the worker's defaults."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -217,11 +221,14 @@ class JobExtensions:
             environment (Modal: image steps; SkyPilot: setup commands; local: not provisioned).
         secrets: The secrets the tasks need, by name (values are captured only at submit).
         retries: More attempts for a failed task (the worker's ``--retries`` file).
+        watch: The pace of the worker's samples, the stall time and the job's metric patterns
+            (:data:`WATCH_KEYS`); never makes a backend refuse the job.
     """
 
     dependencies: Dependencies = field(default_factory=Dependencies)
     secrets: SecretsRequest = field(default_factory=SecretsRequest)
     retries: RetryPolicy = field(default_factory=RetryPolicy)
+    watch: WatchSettings = field(default_factory=WatchSettings)
 
     def __bool__(self) -> bool:
         """Whether any extension is declared."""

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from x_tui.compute.extensions import EXTENSION_KEYS
+from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS
 from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import (
     MEMORY_KEYS,
@@ -98,7 +98,7 @@ def substrax_blockers(job: Mapping[str, JsonValue]) -> tuple[Blocker, ...]:
     """
     blockers: list[Blocker] = []
     for key, value in job.items():
-        if key in EXTENSION_KEYS:
+        if key in EXTENSION_KEYS or key in WATCH_KEYS:
             blockers.append(Blocker(key=key, value=value, reason="an x-tui extension"))
         elif key in ("timeout_seconds", "task_timeout_seconds") and isinstance(value, str):
             seconds = _try(parse_duration, value)

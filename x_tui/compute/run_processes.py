@@ -45,6 +45,7 @@ _PR_SET_CHILD_SUBREAPER = 36
 _KILL_ROUNDS = 20
 _POLL_SECONDS = 0.02
 _SUBREAPER = False  # set once by become_subreaper()
+_SPARED: set[int] = set()  # the worker's own helpers (its nvidia-smi), never a task's stray
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
@@ -221,6 +222,19 @@ def become_subreaper() -> bool:
     return done
 
 
+def spare(pid: int, *, spared: bool = True) -> None:
+    """Keep (or no longer keep) one of the worker's own children out of :func:`end_strays`.
+
+    Args:
+        pid: The child, such as the worker's long-lived ``nvidia-smi``.
+        spared: ``False`` to forget it once it has ended.
+    """
+    if spared:
+        _SPARED.add(pid)
+    else:
+        _SPARED.discard(pid)
+
+
 def end_strays(keep: int) -> None:
     """SIGKILL every descendant of this process but ``keep``, and reap those it adopted.
 
@@ -237,7 +251,7 @@ def end_strays(keep: int) -> None:
     me = os.getpid()
     for _ in range(_KILL_ROUNDS):
         _reap_adopted(me, keep)
-        strays = [pid for pid in _descendants(me) if pid != keep]
+        strays = [pid for pid in _descendants(me) if pid != keep and pid not in _SPARED]
         if not strays:
             return
         for pid in strays:
@@ -278,9 +292,14 @@ def _live_in_group(pid: int, pgid: int) -> bool:
 def _reap_adopted(parent: int, keep: int) -> None:
     """Reap the exited children of ``parent`` (this process) but ``keep``; live ones stay."""
     for pid in _children(parent):
-        if pid != keep:
+        if pid != keep and pid not in _SPARED:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)
+
+
+def descendants(root: int) -> list[int]:
+    """Process ``root``'s descendants, from ``/proc``; empty where there is none."""
+    return _descendants(root)
 
 
 def _descendants(root: int) -> list[int]:

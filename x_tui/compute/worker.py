@@ -13,9 +13,11 @@ environment, where x-tui is not installed. It imports nothing from x-tui but ``r
 ``children`` (each task in its own process group, ended with it, and what left the group with
 it, through ``run_processes``), ``environment`` (a task's variables and command), ``attempts``
 (retries and ``attempts.json``), ``line_assembly`` (each stream's bytes cut into whole lines),
-``echo`` (the ``[<task>] `` copy of every line) and ``log_times`` (when each line was received,
-in a side file). The zipapp's entry point makes the worker the child subreaper of all it starts
-before :func:`main` runs.
+``echo`` (the ``[<task>] `` copy of every line), ``log_times`` (when each line was received,
+in a side file), ``telemetry`` (device and process samples in ``telemetry.jsonl``) and
+``log_metrics`` (metrics and progress found in the tasks' output, in ``metrics.jsonl``). The
+zipapp's entry point makes the worker the child subreaper of all it starts before :func:`main`
+runs.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ from x_tui.compute.environment import (
     resolve_argv,
 )
 from x_tui.compute.line_assembly import LineAssembler
+from x_tui.compute.log_metrics import MetricsExtractor
 from x_tui.compute.log_times import TimesWriter
 from x_tui.compute.manifest import (
     DEVICES_LOG,
@@ -68,6 +71,12 @@ from x_tui.compute.manifest import (
 )
 from x_tui.compute.records import RecordError
 from x_tui.compute.spec import JobSpec, Task, check_name, read_job_spec
+from x_tui.compute.telemetry import (
+    DEFAULT_SECONDS,
+    DEFAULT_STALL_SECONDS,
+    TelemetrySampler,
+    WatchSettings,
+)
 
 __all__ = [
     "ATTEMPTS_DIR",
@@ -112,6 +121,9 @@ class _Job:
     deadline: float
     retries: Mapping[str, int]
     cancel: Cancellation | None
+    watch: WatchSettings | None = None
+    metrics: MetricsExtractor | None = None
+    sampler: TelemetrySampler | None = None
 
 
 def _run_attempt(job: _Job, task: Task, argv: tuple[str, ...], budget: float) -> Attempt:
@@ -139,7 +151,7 @@ def _run_attempt(job: _Job, task: Task, argv: tuple[str, ...], budget: float) ->
             _write_all(err_log, (message + "\n").encode())
             job.log.note_on(1, task.name, message)
             return Attempt(TaskStatus.FAILED, None, time.perf_counter() - started)
-        copy = _StreamCopy(job.log, task.name, (out_log, err_log))
+        copy = _StreamCopy(job.log, task.name, (out_log, err_log), job.metrics, job.sampler)
         try:
             result = Child(
                 process, limit=budget, sinks=copy.sinks, cancel=job.cancel, tick=copy.tick
@@ -159,8 +171,17 @@ def _run_attempt(job: _Job, task: Task, argv: tuple[str, ...], budget: float) ->
 class _StreamCopy:
     """A task's two streams: raw into its log files, assembled into whole lines for the echo."""
 
-    def __init__(self, log: CombinedLog, task: str, files: tuple[IO[bytes], IO[bytes]]) -> None:
+    def __init__(
+        self,
+        log: CombinedLog,
+        task: str,
+        files: tuple[IO[bytes], IO[bytes]],
+        metrics: MetricsExtractor | None = None,
+        sampler: TelemetrySampler | None = None,
+    ) -> None:
         self._log = log
+        self._metrics = metrics
+        self._sampler = sampler
         self._task = task
         self._files = files
         self._assemblers = (LineAssembler(), LineAssembler())
@@ -171,6 +192,10 @@ class _StreamCopy:
             _write_all(self._files[stream], chunk)
             pieces = self._assemblers[stream].feed(chunk, time.monotonic())
             self._log.write(self._task, stream, pieces, time.time())
+            if self._sampler is not None:
+                self._sampler.last_output = time.time()
+            if self._metrics is not None and pieces:
+                self._metrics.observe(self._task, pieces)
 
         return copy
 
@@ -178,7 +203,10 @@ class _StreamCopy:
         """Write what waited long enough; when to be called again."""
         due: float | None = None
         for stream, assembler in enumerate(self._assemblers):
-            self._log.write(self._task, stream, assembler.flush_due(now))
+            pieces = assembler.flush_due(now)
+            self._log.write(self._task, stream, pieces)
+            if self._metrics is not None and pieces:
+                self._metrics.observe(self._task, pieces)
             next_due = assembler.due()
             if next_due is not None:
                 due = next_due if due is None else min(due, next_due)
@@ -187,7 +215,10 @@ class _StreamCopy:
     def finish(self) -> None:
         """Write what is left of both streams and end any open line."""
         for stream, assembler in enumerate(self._assemblers):
-            self._log.write(self._task, stream, assembler.finish())
+            pieces = assembler.finish()
+            self._log.write(self._task, stream, pieces)
+            if self._metrics is not None and pieces:
+                self._metrics.observe(self._task, pieces)
         self._log.end_lines()
 
 
@@ -299,6 +330,7 @@ def run_job(
     retries: Mapping[str, int] | None = None,
     cancel: Cancellation | None = None,
     log_times: Path | None = None,
+    watch: WatchSettings | None = None,
 ) -> JobManifest:
     """Run a job's tasks in order and write its manifest once the probe answered, and after each.
 
@@ -314,6 +346,9 @@ def run_job(
         cancel: When given, a stop it requests ends the running task's group and raises.
         log_times: Where to record when each echoed line was received (``log_times``), while
             this process's stdout is a regular file (the combined log); not recorded if ``None``.
+        watch: When given, device and process samples go to ``telemetry.jsonl`` (``telemetry``)
+            from the probe on, and metrics found in the tasks' output to ``metrics.jsonl``
+            (``log_metrics``); neither can fail a task.
 
     Returns:
         The manifest, as written last, ``finished`` after the last task. The first one is
@@ -327,23 +362,43 @@ def run_job(
     outputs = Path(outputs).resolve()
     outputs.mkdir(parents=True, exist_ok=True)
     times = _open_times(log_times) if echo and log_times is not None else None
+    log = CombinedLog(sys.stdout if echo else None, sys.stderr if echo else None, times=times)
+    metrics = _open_metrics(outputs, watch, log) if watch is not None else None
+    sampler = None
+    if watch is not None and watch.seconds > 0:
+        sampler = TelemetrySampler(
+            outputs, seconds=watch.seconds, stall_seconds=watch.stall_seconds
+        )
     try:
         job = _Job(
             spec=spec,
             project=Path(project).resolve(),
             outputs=outputs,
             python=python,
-            log=CombinedLog(
-                sys.stdout if echo else None, sys.stderr if echo else None, times=times
-            ),
+            log=log,
             deadline=time.monotonic() + spec.timeout_seconds,
             retries=checked,
             cancel=cancel,
+            watch=watch,
+            metrics=metrics,
+            sampler=sampler,
         )
         return _run_tasks(job)
     finally:
+        if metrics is not None:
+            metrics.close()
         if times is not None:
             times.close()
+
+
+def _open_metrics(outputs: Path, watch: WatchSettings, log: CombinedLog) -> MetricsExtractor | None:
+    try:
+        return MetricsExtractor(
+            outputs, patterns=watch.patterns, note=lambda text: log.note_on(1, None, text)
+        )
+    except (OSError, ValueError) as error:  # the run goes on without metrics
+        log.note_on(1, None, f"x-tui worker: no metrics ({error})")
+        return None
 
 
 def _open_times(path: Path) -> TimesWriter | None:
@@ -361,6 +416,27 @@ def _run_tasks(job: _Job) -> JobManifest:
     outcomes: list[TaskOutcome] = []
     manifest = JobManifest(job=spec.name, devices=devices)
     write_manifest(job.outputs, manifest)  # the run screen shows the devices from now on
+    sampler = job.sampler
+    if sampler is not None:
+        sampler.start()
+    try:
+        return _run_each(job, devices, attempts, outcomes, sampler)
+    finally:
+        if sampler is not None:
+            sampler.stop()
+            if sampler.failure is not None:
+                job.log.note_on(1, None, sampler.failure)
+
+
+def _run_each(
+    job: _Job,
+    devices: RunDevices | None,
+    attempts: AttemptsFile | None,
+    outcomes: list[TaskOutcome],
+    sampler: TelemetrySampler | None,
+) -> JobManifest:
+    spec = job.spec
+    manifest = JobManifest(job=spec.name, devices=devices)
     for index, task in enumerate(spec.tasks):
         if job.cancel is not None:
             job.cancel.check()
@@ -372,6 +448,9 @@ def _run_tasks(job: _Job) -> JobManifest:
             devices=devices,
         )
         write_manifest(job.outputs, manifest)
+        if sampler is not None and sampler.failure is not None:
+            job.log.note_on(1, None, sampler.failure)
+            sampler.failure = None
     return manifest
 
 
@@ -507,6 +586,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         type=Path,
         help="where to record when each line of this process's output (a file) was received",
     )
+    parser.add_argument(
+        "--telemetry-seconds",
+        type=float,
+        default=DEFAULT_SECONDS,
+        help="seconds between device and process samples in telemetry.jsonl (0: none)",
+    )
+    parser.add_argument(
+        "--stall-seconds",
+        type=float,
+        default=DEFAULT_STALL_SECONDS,
+        help="silence with idle GPUs flagged as a stall after this long",
+    )
+    parser.add_argument(
+        "--metric-pattern",
+        action="append",
+        default=[],
+        help="a regular expression whose named groups are metrics (repeatable)",
+    )
     args = parser.parse_args(argv)
     try:
         spec, retries = _load(args)
@@ -526,6 +623,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             retries=retries,
             cancel=cancel,
             log_times=args.log_times,
+            watch=WatchSettings(
+                seconds=args.telemetry_seconds,
+                stall_seconds=args.stall_seconds,
+                patterns=tuple(args.metric_pattern),
+            ),
         )
     except WorkerCancelled as stopped:
         emit(sys.stderr, f"x-tui worker: {stopped}; the manifest is left unfinished\n".encode())

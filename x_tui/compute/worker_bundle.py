@@ -35,6 +35,8 @@ _MODULES = (
     "compute/echo.py",
     "compute/line_assembly.py",
     "compute/log_times.py",
+    "compute/log_metrics.py",
+    "compute/telemetry.py",
 )
 _MAIN = b"""import sys
 from x_tui.compute.run_processes import become_subreaper

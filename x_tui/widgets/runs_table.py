@@ -26,7 +26,7 @@ sorted column's heading carries ▼ or ▲); a sweep's runs stay under their gro
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import ClassVar
 
 from rich.text import Text
@@ -59,6 +59,19 @@ the order they give way in when the terminal is narrow, the rightmost first."""
 
 SORTS: tuple[str | None, ...] = (None, *(key for key, _, _ in COLUMNS if key != "age"))
 """What ``o`` cycles through: newest first (``None``, the Age column), then each other column."""
+
+WATCH_COLUMNS: tuple[tuple[str, str, int, int], ...] = (
+    ("progress", "Progress", 16, 70),
+    ("gpu", "GPU", 4, 90),
+    ("cost", "Cost", 8, 100),
+)
+"""(column key, heading, width, least table width) of the columns shown while a run is watched:
+its progress and ETA (or its flags), mean GPU use, cost so far. Each appears only while some
+running run has something to show and the table is at least that wide, so a narrow table hides
+them first, the cost first of all."""
+
+WatchCells = tuple[Text, Text, Text]
+"""A run's progress (or flags), GPU and cost cells."""
 
 _INSERT_CHUNK = 500
 """Rows added per turn of the event loop when many arrive at once (the store's first read)."""
@@ -123,6 +136,7 @@ class RunsTable(DataTable[Text]):
         self._oldest: SortKey | None = None
         self._timer: Timer | None = None
         self._pending: list[RunRow] = []
+        self._watch: dict[str, WatchCells] = {}
         self._project: str | None = None
         self._project_only = True
         self._sort: str | None = None
@@ -208,6 +222,43 @@ class RunsTable(DataTable[Text]):
         """Move the cursor to the last row."""
         if self.row_count:
             self.move_cursor(row=self.row_count - 1, animate=False)
+
+    def show_watch(self, cells: Mapping[str, WatchCells]) -> None:
+        """Show the running runs' progress, GPU use and cost so far (none: hide the columns).
+
+        Args:
+            cells: Each watched run's cells, by run id; other rows show nothing there.
+        """
+        self._watch = dict(cells)
+        width = self.size.width
+        wanted = [
+            key
+            for key, _heading, _width, least in WATCH_COLUMNS
+            if self._watch and (width == 0 or width >= least)
+        ]
+        for key, heading, column_width, _least in WATCH_COLUMNS:
+            present = key in self.columns
+            if key in wanted and not present:
+                self.add_column(Text(heading), key=key, width=column_width)
+            elif key not in wanted and present:
+                self.remove_column(key)
+        blank = Text("")
+        for position, key in enumerate(key for key, *_rest in WATCH_COLUMNS):
+            if key not in wanted:
+                continue
+            for row_key in list(self.rows):
+                shown = self._watch.get(str(row_key.value))
+                self.update_cell(row_key, key, shown[position] if shown is not None else blank)
+
+    @property
+    def watching(self) -> bool:
+        """Whether some run's progress, GPU use or cost is shown."""
+        return bool(self._watch)
+
+    def on_resize(self) -> None:
+        """Show or hide the watch columns for the new width."""
+        if self._watch:
+            self.show_watch(self._watch)
 
     # Feeding the table --------------------------------------------------------------------------
 

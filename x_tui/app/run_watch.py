@@ -1,0 +1,109 @@
+"""What the runs table shows of each running run beyond its state: progress and ETA, mean GPU
+use, cost so far and flags, read from the worker's side files.
+
+:func:`read_watch` reads one run's ``telemetry.jsonl`` and ``metrics.jsonl`` through the service
+(a local run's files directly, a remote run's through its backend's peek: two small reads), and
+:class:`WatchPoller` does it for every running run, blocking (call it from a thread worker), at
+most every :data:`WATCH_SECONDS`. It imports no Textual; :func:`watch_cells` makes the table's
+cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from rich.text import Text
+
+from x_tui.app.run_sources import RunReader
+from x_tui.app.service import Service
+from x_tui.compute.log_metrics import METRICS_NAME
+from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
+from x_tui.compute.store import RunHandle
+from x_tui.compute.telemetry import TELEMETRY_NAME
+from x_tui.compute.telemetry_read import read_metrics, read_telemetry
+from x_tui.widgets.run_cells import EMPTY
+
+WATCH_SECONDS = 5.0
+"""How often the runs table's progress, GPU and cost columns are read again."""
+
+
+@dataclass(frozen=True)
+class RunWatch:
+    """A running run's progress, GPU use, cost so far and flags, as last read."""
+
+    progress: str | None = None
+    gpu_percent: float | None = None
+    cost_usd: float | None = None
+    flags: tuple[str, ...] = ()
+
+    def __bool__(self) -> bool:
+        """Whether there is anything to show."""
+        return bool(
+            self.progress is not None
+            or self.gpu_percent is not None
+            or self.cost_usd is not None
+            or self.flags
+        )
+
+
+def read_watch(
+    service: Service, handle: RunHandle, *, now: float, hourly: float | None
+) -> RunWatch:
+    """One running run's progress, GPU use, cost so far and flags.
+
+    Args:
+        service: Reads the run's files.
+        handle: The run.
+        now: The wall-clock time.
+        hourly: The run's hourly list price (``run_health.hourly_price``), ``None`` if unbilled.
+
+    Returns:
+        What could be read; an empty :class:`RunWatch` when nothing could.
+    """
+    try:
+        telemetry = read_telemetry(service.peek(handle, TELEMETRY_NAME))
+        metrics = read_metrics(service.peek(handle, METRICS_NAME))
+    except Exception:  # a provider's failure: the state column says it, not these
+        return RunWatch()
+    progress = metrics.progress
+    return RunWatch(
+        progress=progress.text() if progress is not None else None,
+        gpu_percent=telemetry.mean_utilization() if telemetry is not None else None,
+        cost_usd=cost_so_far(now - handle.submitted_at.timestamp(), hourly),
+        flags=tuple(flag.reason for flag in flags_of(telemetry, now=now)),
+    )
+
+
+def watch_cells(watch: RunWatch) -> tuple[Text, Text, Text]:
+    """The runs table's progress (its flags first, when it has any), GPU and cost cells."""
+    if watch.flags:
+        progress = Text("⚠ " + "; ".join(watch.flags), style="bold black on dark_orange")
+    else:
+        progress = Text(watch.progress or "", style="bold")
+    gpu = Text(f"{watch.gpu_percent:.0f}%" if watch.gpu_percent is not None else "")
+    cost = Text(f"${watch.cost_usd:,.2f}" if watch.cost_usd is not None else EMPTY, style="dim")
+    return progress, gpu, cost
+
+
+class WatchPoller:
+    """Reads the running runs' side files, each run's hourly price looked up once."""
+
+    def __init__(self, service: Service) -> None:
+        """Read through ``service``."""
+        self._service = service
+        self._hourly: dict[str, float | None] = {}
+
+    def poll(self, handles: Iterable[RunHandle], *, now: float) -> dict[str, RunWatch]:
+        """Each running run's :class:`RunWatch`, by run id (blocking)."""
+        found: dict[str, RunWatch] = {}
+        for handle in handles:
+            if handle.run_id not in self._hourly:
+                spec, _note = RunReader(self._service, handle).spec()
+                self._hourly[handle.run_id] = (
+                    hourly_price(handle.backend, spec.resources) if spec is not None else None
+                )
+            found[handle.run_id] = read_watch(
+                self._service, handle, now=now, hourly=self._hourly[handle.run_id]
+            )
+        return found

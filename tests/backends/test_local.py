@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import wait_for
 from x_tui.backends import local_process
 from x_tui.backends.local import LocalBackend
 from x_tui.compute import run_processes
@@ -210,14 +211,23 @@ def worker_like(run_dir: Path) -> list[str]:
     ]
 
 
+def _with_own_arguments(
+    info: local_process.ProcessInfo | None,
+) -> local_process.ProcessInfo | None:
+    return info if info is not None and "--spec" in (info.argv or ()) else None
+
+
 def test_a_reused_pid_does_not_read_as_the_worker(tmp_path: Path) -> None:
     run_id = new_run_id("reused")
     run_dir = tmp_path / run_id
     run_dir.mkdir()
     worker = subprocess.Popen(worker_like(run_dir), start_new_session=True)
     try:
-        info = local_process.process_info(worker.pid)
-        assert info is not None
+        # Until it has exec'd, the child still shows the parent's command line.
+        info = wait_for(
+            lambda: _with_own_arguments(local_process.process_info(worker.pid)),
+            "the worker-like process to show its own arguments",
+        )
         backend = LocalBackend({"state_dir": str(tmp_path)})
         same_start = local_handle(run_id, run_dir, worker.pid, start_time=info.start_time)
         other_start = local_handle(run_id, run_dir, worker.pid, start_time="1")

@@ -186,7 +186,7 @@ def _visit_the_run(terminal: Terminal, handle: RunHandle, last_line: str) -> Non
     terminal.press(b"\r")  # open the highlighted (only) run
     terminal.wait_for("Manifest")
     terminal.wait_for(last_line)
-    for marker in ("tasks ran", "requested", "Tasks (1)", "stdout"):
+    for marker in ("tasks ran", "requested", "No metrics", "Tasks (1)", "stdout"):
         terminal.press(b"]")
         terminal.wait_for(marker)
         terminal.settle()

@@ -98,8 +98,13 @@ async def test_a_single_long_task_shows_its_devices_and_its_files_while_it_runs_
         await asyncio.to_thread(backend.cancel, handle)
         await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the cancel")
         await wait_until(pilot, lambda: "cancelled · 0 of 1" in screen_text(app), "past tense")
+        # The table's columns are measured again on the next refresh: wait for the whole word.
+        await wait_until(
+            pilot,
+            lambda: re.search(r"train\s+cancelled", _pane_text(app)) is not None,
+            "the task's row in the past tense",
+        )
         manifest_text = _pane_text(app)
-        assert re.search(r"train\s+cancelled", manifest_text), manifest_text
         assert "train wrote 2 file(s):" in manifest_text
         for word in PRESENT_TENSE:
             assert word not in manifest_text, f"{word!r} in a cancelled run's manifest"

@@ -48,8 +48,12 @@ def _status(url: str, cookie: str | None = None) -> tuple[int, str, str]:
         return error.code, error.read().decode(), ""
 
 
-def _session_environments() -> list[dict[str, str]]:
-    """The environments of every ``python -m x_tui`` TUI session process on this machine."""
+def _session_environments(state: Path) -> list[dict[str, str]]:
+    """The environments of the ``python -m x_tui`` TUI session processes on the store ``state``.
+
+    Other tests run x-tui sessions at the same time (the suite runs in parallel): only those of
+    this test's own state directory are its web view's.
+    """
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -61,7 +65,9 @@ def _session_environments() -> list[dict[str, str]]:
             continue
         if b"x_tui" in argv and b"serve" not in argv and b"--project" in argv:
             pairs = (item.partition(b"=") for item in raw.split(b"\0") if item)
-            found.append({key.decode(): value.decode() for key, _, value in pairs})
+            env = {key.decode(): value.decode() for key, _, value in pairs}
+            if env.get("SUBSTRAX_STATE_DIR") == str(state):
+                found.append(env)
     return found
 
 
@@ -119,7 +125,7 @@ def test_a_browser_reaches_the_runs_table_only_through_the_token_url(
             time.sleep(0.1)
         else:
             raise AssertionError(f"the browser's session never showed {run_id}")
-        sessions = _session_environments()
+        sessions = _session_environments(cli.state)
         assert sessions, "no session process found"
         assert all(env.get("X_TUI_READ_ONLY") == "1" for env in sessions)
     finally:

@@ -52,8 +52,10 @@ from x_tui.app.monitor import RunMonitor
 from x_tui.app.run_follower import PollIntervals
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings, refresh_scale, save_setting, settings_path
+from x_tui.app.view_state import AWAY_ITEMS
 
 if TYPE_CHECKING:  # the log view loads with the first screen that shows a log, not at start-up
+    from x_tui.app.view_keeper import ViewKeeper
     from x_tui.widgets.log_view import LogView
 
 STYLES = Path(__file__).resolve().parent.parent / "styles"
@@ -81,6 +83,11 @@ class XTuiApp(App[int]):
         Binding("q", "quit", "Quit", id="app.quit"),
         Binding("question_mark", "help", "Help", id="app.help"),
         Binding("escape", "back", "Back", id="app.back", show=False),
+        # The "while you were away" line's runs, by their numbers (x_tui.app.view_keeper).
+        *(
+            Binding(str(number), f"open_away({number})", "Open run", show=False)
+            for number in range(1, AWAY_ITEMS + 1)
+        ),
     ]
 
     def __init__(
@@ -121,6 +128,8 @@ class XTuiApp(App[int]):
             max_interval=intervals.max,
         )
         self.main_screen = MainScreen(project, clock=clock)
+        self.view_keeper: ViewKeeper | None = None
+        """Keeps the view across sessions (from mount on)."""
         if demo:
             self.sub_title = "demo"
         if self.settings.low_bandwidth:
@@ -148,7 +157,7 @@ class XTuiApp(App[int]):
     def on_unmount(self) -> None:
         """Stop the monitor's threads (runs are left running) and keep the view."""
         self.monitor.stop()
-        keeper = getattr(self, "view_keeper", None)
+        keeper = self.view_keeper
         if keeper is not None:
             keeper.stop()
 
@@ -236,7 +245,7 @@ class XTuiApp(App[int]):
     def on_runs_changed(self, message: RunsChanged) -> None:
         """Forward to the main screen and the screen in front; reopen the last session's run."""
         self._forward(message)
-        keeper = getattr(self, "view_keeper", None)
+        keeper = self.view_keeper
         if keeper is not None:
             keeper.runs_changed(message.stored, complete=message.complete)
 
@@ -288,6 +297,19 @@ class XTuiApp(App[int]):
 
         if not isinstance(self.screen, (HelpScreen, FailureScreen, TooSmallScreen)):
             self.push_screen(help_for(self.screen))
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        """Offer the away line's number keys only while it is shown."""
+        if action == "open_away":
+            keeper = self.view_keeper
+            return keeper is not None and keeper.away_keys_live()
+        return True
+
+    def action_open_away(self, number: int) -> None:
+        """Open the run the "while you were away" line numbers ``number``."""
+        keeper = self.view_keeper
+        if keeper is not None:
+            keeper.open_away(number)
 
     def action_command_palette(self) -> None:
         """Open the command palette, unless a notice or a failure panel is in front."""

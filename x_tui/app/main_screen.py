@@ -169,6 +169,46 @@ class MainScreen(Screen[None]):
         """The highlighted run, which the run actions (``c``, ``f``, ``r``, ``y``) act on."""
         return self.runs.highlighted_handle()
 
+    # The view kept across sessions (x_tui.app.view_keeper) ----------------------------------
+
+    def runs_place(self) -> tuple[str, str | None, str | None]:
+        """The pane in front (``"jobs"`` or ``"runs"``), the highlighted run and the runs filter."""
+        field = self.query_one("#runs-filter", Input)
+        if self.runs.has_focus or field.has_focus:
+            pane = "runs"
+        elif self.jobs.has_focus_within or self.jobs.option_list.has_focus:
+            pane = "jobs"
+        else:
+            pane = "runs" if self.has_class("-show-runs") else "jobs"
+        handle = self.selected_run()
+        return (
+            pane,
+            handle.run_id if handle is not None else None,
+            field.value or None,
+        )
+
+    def show_runs_filter(self, text: str | None, *, pane: str | None) -> None:
+        """Show the pane ``pane`` names, with the runs filtered by ``text`` (a previous
+        session's)."""
+        if text:
+            field = self.query_one("#runs-filter", Input)
+            field.value = text
+            field.display = True
+            self.runs.set_filter(text)
+            self._title_runs()
+            self.refresh_bindings()
+        if pane == "runs" or text:
+            self._show_pane("runs")
+
+    def highlight_run(self, run_id: str) -> bool:
+        """Move the runs table's cursor to ``run_id``'s row; ``False`` when it shows no such row."""
+        table = self.runs
+        if run_id not in table.rows:
+            return False
+        table.move_cursor(row=table.get_row_index(run_id), animate=False)
+        self._describe_highlighted()
+        return True
+
     def _jobs_title(self) -> Text:
         if self.project_root is None:
             return Text("Jobs")

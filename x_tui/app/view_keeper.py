@@ -1,15 +1,21 @@
 """Keeping the user's place across sessions, and saying what happened while they were away.
 
-Twice a second the app's view (the screen, the run shown, its tab, the combined log's top line,
-filter and search) is compared with the one last written; a change is written to
-``<state>/x-tui/view.json`` (:mod:`x_tui.app.view_state`) at once, and an unchanged view every
-:data:`SEEN_EVERY` seconds, so the file always says when the user last looked. A session killed
-without warning (SIGHUP when the SSH link drops) has written where it was at most half a second
-before.
+Twice a second the app's view is compared with the one last written: the main screen's (its pane
+in front, runs filter and highlighted run) and, when a run screen is open, that screen's (the run,
+its tab, the combined log's top line, filter and search), whatever modal screen is in front of
+them. A change is written to ``<state>/x-tui/view.json`` (:mod:`x_tui.app.view_state`) at once,
+and an unchanged view every :data:`SEEN_EVERY` seconds, so the file always says when the user last
+looked. A session killed without warning (SIGHUP when the SSH link drops) has written where it
+was at most half a second before. Nothing is written until the last view is reopened, so a
+session that ends early leaves the place it was given.
 
-On start the view last kept is reopened once its run is in the store, and one "while you were
-away" line lists what happened since the user last looked: from the watcher's events file, or,
-when no watcher wrote one, the runs the store's kept final states say ended since.
+On start the main screen's filter and pane come back at once, its highlighted run and the run
+screen once the store holds the run. Once every run in the store has a state (or
+:data:`AWAY_WAIT` seconds have passed), one "while you were away" line lists what happened since
+the user last looked, newest first and numbered: the watcher's events, the runs another session
+saw end, and the runs this session finds ended that were unfinished when the user left (so it
+says something with no watcher running too). For :data:`AWAY_SECONDS` the number keys open those
+runs (``1`` the first named).
 """
 
 from __future__ import annotations
@@ -17,7 +23,7 @@ from __future__ import annotations
 import contextlib
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,10 +31,11 @@ from textual.app import App
 from textual.css.query import NoMatches
 from textual.widgets import TabbedContent
 
-from x_tui.app.app_context import service_of
+from x_tui.app.app_context import monitor_of, service_of
 from x_tui.app.final_states import read_final_states
+from x_tui.app.main_screen import MainScreen
 from x_tui.app.run_screen import RunScreen
-from x_tui.app.view_state import ViewState, read_view, write_view
+from x_tui.app.view_state import AWAY_ITEMS, ViewState, read_view, write_view
 from x_tui.app.watch_events import EventKind, EventLog
 from x_tui.compute.sanitize import plain
 from x_tui.compute.store import StoredRuns
@@ -40,39 +47,64 @@ TICK_SECONDS = 0.5
 SEEN_EVERY = 30.0
 """How often an unchanged view is written again, to say the user is still looking."""
 
-AWAY_ITEMS = 6
-"""How many events the "while you were away" line names (then "and N more")."""
+AWAY_WAIT = 5.0
+"""How long the away line waits at most for every run's first state."""
+
+AWAY_SECONDS = 60.0
+"""How long the away line is shown, and its number keys open its runs."""
+
+SELECT_TICKS = 4
+"""Ticks after the store's first full listing to find the highlighted run's row before giving up."""
+
+
+@dataclass(frozen=True, slots=True)
+class AwayItem:
+    """One thing that happened while the user was away.
+
+    Attributes:
+        run_id: The run (what its key opens).
+        what: What happened to it (``"failed"``, ``"over budget"``...).
+        at: When (epoch seconds), for the order.
+    """
+
+    run_id: str
+    what: str
+    at: float
 
 
 def capture(app: App[Any], *, now: float) -> ViewState:
-    """The app's view now."""
-    screen = app.screen
-    if isinstance(screen, RunScreen):
-        tab: str | None = None
-        place = LogPlace()
-        try:
-            tab = screen.query_one("#run-tabs", TabbedContent).active or None
-            place = screen.query_one("#combined-log", LogView).place()
-        except NoMatches:
-            pass
-        return ViewState(
-            screen="run",
-            run_id=screen.handle.run_id,
-            tab=tab,
-            log_top=place.top_line,
-            log_filter=place.filter,
-            log_search=place.search,
-            seen_at=now,
-        )
-    selected = getattr(screen, "selected_run", None)
-    handle = None
-    with contextlib.suppress(NoMatches):  # the app ends before (or after) its table is mounted
-        handle = selected() if callable(selected) else None
-    return ViewState(screen="main", run_id=getattr(handle, "run_id", None), seen_at=now)
+    """The app's view now: the main screen's, and the front-most run screen's if one is open."""
+    pane: str | None = None
+    selected: str | None = None
+    runs_filter: str | None = None
+    main = next((s for s in app.screen_stack if isinstance(s, MainScreen)), None)
+    if main is not None:
+        with contextlib.suppress(NoMatches):  # before (or after) its widgets are mounted
+            pane, selected, runs_filter = main.runs_place()
+    view = ViewState(
+        screen="main", pane=pane, selected_run=selected, runs_filter=runs_filter, seen_at=now
+    )
+    run_screen = next((s for s in reversed(app.screen_stack) if isinstance(s, RunScreen)), None)
+    if run_screen is None:
+        return view
+    tab: str | None = None
+    place = LogPlace()
+    with contextlib.suppress(NoMatches):
+        tab = run_screen.query_one("#run-tabs", TabbedContent).active or None
+        place = run_screen.query_one("#combined-log", LogView).place()
+    return replace(
+        view,
+        screen="run",
+        run_id=run_screen.handle.run_id,
+        tab=tab,
+        log_top=place.top_line,
+        log_filter=place.filter,
+        log_search=place.search,
+    )
 
 
 class ViewKeeper:
-    """Writes the app's view as it changes and reopens the last one."""
+    """Writes the app's view as it changes, reopens the last one, and says what happened since."""
 
     def __init__(self, app: App[Any]) -> None:
         """Keep ``app``'s view in its service's state directory."""
@@ -80,47 +112,83 @@ class ViewKeeper:
         self.state_dir = service_of(app).state_dir
         self.saved = read_view(self.state_dir)
         """The view the last session left (``None`` when there is none)."""
+        self.away: tuple[AwayItem, ...] = ()
+        """What the "while you were away" line names, in its keys' order."""
         self.away_line: str | None = None
-        """The "while you were away" line shown at start, if there was anything to say."""
-        self._restoring = self.saved if self.saved is not None else None
+        """The "while you were away" line, once shown (``None`` while there is nothing to say)."""
+        saved = self.saved
+        self._open_run = saved if saved is not None and saved.screen == "run" else None
+        self._select = saved.selected_run if saved is not None else None
+        self._filter_pending = saved is not None
+        self._listed = False
+        self._ticks_listed = 0
+        self._away_due: float | None = (
+            time.monotonic() + AWAY_WAIT if saved is not None and saved.seen_at > 0 else None
+        )
+        self._away_until = 0.0
+        # The runs known to have ended when the user left: one this session finds ended that is
+        # not among them ended while the user was away.
+        self._ended_before = set(
+            read_final_states(self.state_dir / "x-tui" / "final-states.json") or {}
+        )
         self._last: ViewState | None = None
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="x-tui view")
 
+    @property
+    def restoring(self) -> bool:
+        """Whether part of the last view is still to be reopened (nothing is written until then)."""
+        return self._filter_pending or self._open_run is not None or self._select is not None
+
     def start(self) -> None:
-        """Say what happened while the user was away, then keep the view from now on."""
-        if self.saved is not None and self.saved.seen_at > 0:
-            self.away_line = away_line(self.state_dir, self.saved.seen_at)
-            if self.away_line is not None:
-                self.app.notify(
-                    self.away_line, title="While you were away", timeout=20, markup=False
-                )
+        """Reopen the last view and say what happened while away as the store is read; keep the
+        view from now on."""
         self.app.set_interval(TICK_SECONDS, self._tick)
 
     def stop(self) -> None:
         """Write the view last seen once more, now (waited for); the screens are gone by now."""
-        if self._restoring is None and self._last is not None:
+        if not self.restoring and self._last is not None:
             self._save(replace(self._last, seen_at=time.time()))
         self._writer.shutdown(wait=True)
 
     def runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
         """Reopen the last session's run once the store holds it (or give up once read)."""
-        view = self._restoring
-        if view is None:
-            return
-        if view.screen != "run" or view.run_id is None:
-            self._restoring = None
+        self._listed = self._listed or complete
+        view = self._open_run
+        if view is None or view.run_id is None:
+            self._open_run = None
             return
         handle = next((h for h in stored.handles if h.run_id == view.run_id), None)
         if handle is None:
             if complete:
-                self._restoring = None
+                self._open_run = None
             return
-        self._restoring = None
+        self._open_run = None
         place = LogPlace(top_line=view.log_top, filter=view.log_filter, search=view.log_search)
         self.app.push_screen(RunScreen(handle, tab=view.tab, log_place=place))
 
+    def away_keys_live(self) -> bool:
+        """Whether the number keys open the away line's runs now."""
+        return bool(self.away) and time.monotonic() < self._away_until
+
+    def open_away(self, number: int) -> None:
+        """Open the run the away line numbers ``number`` (from 1)."""
+        if not 1 <= number <= len(self.away):
+            return
+        run_id = self.away[number - 1].run_id
+        monitor = monitor_of(self.app)
+        handles = monitor.stored.handles if monitor is not None else ()
+        handle = next((h for h in handles if h.run_id == run_id), None)
+        if handle is None:
+            self.app.notify(
+                plain(f"{run_id} is not in the store any more"), severity="warning", markup=False
+            )
+            return
+        self.app.push_screen(RunScreen(handle))
+
     def _tick(self) -> None:
-        if self._restoring is not None:
+        self._restore_main()
+        self._say_away()
+        if self.restoring:
             return  # the last view is not reopened yet: do not write over it
         now = time.time()
         view = capture(self.app, now=now)
@@ -128,6 +196,54 @@ class ViewKeeper:
         if last is not None and last.same_place(view) and now - last.seen_at < SEEN_EVERY:
             return
         self._save(view)
+
+    def _restore_main(self) -> None:
+        saved = self.saved
+        main = self.app.screen_stack[0] if self.app.screen_stack else None
+        if saved is None or not isinstance(main, MainScreen) or not main.is_mounted:
+            return
+        if self._filter_pending:
+            self._filter_pending = False
+            main.show_runs_filter(saved.runs_filter, pane=saved.pane)
+        if self._select is None:
+            return
+        if main.highlight_run(self._select):
+            self._select = None
+        elif self._listed:
+            self._ticks_listed += 1
+            if self._ticks_listed > SELECT_TICKS:
+                self._select = None  # gone from the store, or filtered out
+
+    def _say_away(self) -> None:
+        due = self._away_due
+        saved = self.saved
+        if due is None or saved is None:
+            return
+        monitor = monitor_of(self.app)
+        if time.monotonic() < due and not (
+            self._listed
+            and monitor is not None
+            and all(monitor.state_of(h.run_id) is not None for h in monitor.stored.handles)
+        ):
+            return
+        self._away_due = None
+        found: list[AwayItem] = []
+        if monitor is not None:
+            for handle in monitor.stored.handles:
+                state = monitor.state_of(handle.run_id)
+                if state is None or not state.is_final or handle.run_id in self._ended_before:
+                    continue
+                ended = monitor.ended_at(handle.run_id)
+                if ended is None or ended > saved.seen_at:
+                    found.append(AwayItem(handle.run_id, state.value, ended or time.time()))
+        items = away_items(self.state_dir, saved.seen_at, found=found)
+        self.away = tuple(items[:AWAY_ITEMS])
+        line = away_line(items)
+        if line is None:
+            return
+        self.away_line = line
+        self._away_until = time.monotonic() + AWAY_SECONDS
+        self.app.notify(line, title="While you were away", timeout=AWAY_SECONDS, markup=False)
 
     def _save(self, view: ViewState) -> None:
         self._last = view
@@ -141,26 +257,50 @@ def _write_quietly(state_dir: Path, view: ViewState) -> None:
         write_view(state_dir, view)
 
 
-def away_line(state_dir: Path, since: float) -> str | None:
-    """What happened to runs after ``since``, in one line; ``None`` when nothing did."""
-    log = EventLog(state_dir)
-    items: list[str] = []
-    if log.path.exists():
-        for event in log.read(since=since):
-            if event.kind in (EventKind.PENDING, EventKind.RUNNING):
-                continue
-            items.append(f"{event.run_id} {event.kind.value.replace('_', ' ')}")
-    else:
-        finals = read_final_states(state_dir / "x-tui" / "final-states.json") or {}
-        ended = sorted(
-            (at, run_id, state.value)
-            for run_id, (state, at) in finals.items()
-            if at is not None and at > since
-        )
-        items = [f"{run_id} {state}" for _, run_id, state in ended]
+def away_items(
+    state_dir: Path, since: float, *, found: tuple[AwayItem, ...] | list[AwayItem] = ()
+) -> list[AwayItem]:
+    """What happened to runs after ``since``, newest first, one item a run (its latest).
+
+    Args:
+        state_dir: The state directory: its watcher's events file and the final states other
+            sessions kept.
+        since: When the user last looked (epoch seconds).
+        found: What this session found happened (runs unfinished when the user left, ended now).
+
+    Returns:
+        The items, newest first.
+    """
+    latest: dict[str, AwayItem] = {}
+
+    def keep(item: AwayItem) -> None:
+        earlier = latest.get(item.run_id)
+        if earlier is None or item.at >= earlier.at:
+            latest[item.run_id] = item
+
+    with contextlib.suppress(OSError):
+        for event in EventLog(state_dir).read(since=since):
+            if event.kind not in (EventKind.PENDING, EventKind.RUNNING):
+                keep(AwayItem(event.run_id, event.kind.value.replace("_", " "), event.at))
+    finals = read_final_states(state_dir / "x-tui" / "final-states.json") or {}
+    for run_id, (state, at) in finals.items():
+        if at is not None and at > since:
+            keep(AwayItem(run_id, state.value, at))
+    for item in found:
+        keep(item)
+    return sorted(latest.values(), key=lambda item: item.at, reverse=True)
+
+
+def away_line(items: list[AwayItem]) -> str | None:
+    """The "while you were away" line for ``items`` (newest first), each numbered by its key;
+    ``None`` when there is nothing to say."""
     if not items:
         return None
-    shown = items[-AWAY_ITEMS:]
-    more = len(items) - len(shown)
-    line = ", ".join(shown) + (f" and {more} more" if more else "")
+    shown = items[:AWAY_ITEMS]
+    parts = [f"{number} {item.run_id} {item.what}" for number, item in enumerate(shown, 1)]
+    line = " · ".join(parts)
+    if len(items) > len(shown):
+        line += f" and {len(items) - len(shown)} earlier"
+    keys = "1" if len(shown) == 1 else f"1-{len(shown)}"
+    line += f" (press {keys} to open)"
     return " ".join(plain(line).split())

@@ -85,7 +85,7 @@ class XTuiApp(App[int]):
         Binding("escape", "back", "Back", id="app.back", show=False),
         # The "while you were away" line's runs, by their numbers (x_tui.app.view_keeper).
         *(
-            Binding(str(number), f"open_away({number})", "Open run", show=False)
+            Binding(str(number), f"open_away({number})", f"Open away run {number}", show=False)
             for number in range(1, AWAY_ITEMS + 1)
         ),
     ]
@@ -299,10 +299,13 @@ class XTuiApp(App[int]):
             self.push_screen(help_for(self.screen))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
-        """Offer the away line's number keys only while it is shown."""
+        """Offer the away line's number keys only while it is shown (hidden from help after)."""
         if action == "open_away":
             keeper = self.view_keeper
-            return keeper is not None and keeper.away_keys_live()
+            number = parameters[0] if parameters else None
+            if keeper is None or not keeper.away_keys_live() or not isinstance(number, int):
+                return None
+            return True if number <= len(keeper.away) else None
         return True
 
     def action_open_away(self, number: int) -> None:

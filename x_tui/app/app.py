@@ -304,8 +304,8 @@ class XTuiApp(App[int]):
             keeper = self.view_keeper
             number = parameters[0] if parameters else None
             if keeper is None or not keeper.away_keys_live() or not isinstance(number, int):
-                return None
-            return True if number <= len(keeper.away) else None
+                return False  # neither run nor shown
+            return number <= len(keeper.away)
         return True
 
     def action_open_away(self, number: int) -> None:

@@ -86,9 +86,10 @@ def _filter_scroll_and_hang_up(first: Terminal, state: Path, handle: RunHandle) 
         first.settle()
         first.press(b"\r")  # open the run
         first.wait_for("Manifest")
+        _wait_for_drawn(first, "line 399 odd")  # the log, read to its end
         first.settle()
         first.press(b"&")  # filter the log
-        first.settle()
+        _wait_for_drawn(first, "how lines matching")  # the placeholder, after the cursor
         first.press(b"even\r")
         first.settle()
         first.press(HOME)

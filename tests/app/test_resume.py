@@ -19,9 +19,10 @@ from pathlib import Path
 from textual.widgets import Input, TabbedContent
 
 from tests.support import wait_until
+from x_tui.app.help_screen import HelpScreen
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.run_screen import RunScreen
-from x_tui.app.view_keeper import AwayItem, away_items, away_line
+from x_tui.app.view_keeper import AwayItem, away_items, away_line, capture
 from x_tui.app.view_state import ViewState, read_view, view_path, write_view
 from x_tui.app.watch_events import EventKind, EventLog, RunEvent
 from x_tui.compute.backend import RunState
@@ -219,6 +220,12 @@ async def test_the_main_screens_filter_pane_and_run_come_back_and_watcher_events
         await pilot.press("1")
         await pilot.pause()
         assert isinstance(app.screen, MainScreen)
+        # A modal screen in front (the help) changes nothing of the place kept.
+        before = capture(app, now=0.0)
+        await pilot.press("question_mark")
+        await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
+        assert capture(app, now=0.0) == before
+        await pilot.press("escape")
         # The place is kept again from now on, as it was reopened.
         await wait_until(
             pilot,

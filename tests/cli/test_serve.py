@@ -120,7 +120,7 @@ def test_a_browser_reaches_the_runs_table_only_through_the_token_url(
         # selected, it keeps in the view file.
         view = cli.state / "x-tui" / "view.json"
         for _ in range(600):
-            if view.exists() and json.loads(view.read_text()).get("run_id") == run_id:
+            if view.exists() and json.loads(view.read_text()).get("selected_run") == run_id:
                 break
             time.sleep(0.1)
         else:

@@ -222,6 +222,7 @@ async def test_the_main_screens_filter_pane_and_run_come_back_and_watcher_events
         assert isinstance(app.screen, MainScreen)
         # A modal screen in front (the help) changes nothing of the place kept.
         before = capture(app, now=0.0)
+        assert before is not None
         await pilot.press("question_mark")
         await wait_until(pilot, lambda: isinstance(app.screen, HelpScreen), "the help")
         assert capture(app, now=0.0) == before

@@ -72,26 +72,31 @@ class AwayItem:
     at: float
 
 
-def capture(app: App[Any], *, now: float) -> ViewState:
-    """The app's view now: the main screen's, and the front-most run screen's if one is open."""
-    pane: str | None = None
-    selected: str | None = None
-    runs_filter: str | None = None
+def capture(app: App[Any], *, now: float) -> ViewState | None:
+    """The app's view now: the main screen's, and the front-most run screen's if one is open.
+
+    Returns:
+        The view; ``None`` while a screen it reads is not mounted yet, or no more (the app is
+        ending): a view read from half a screen would lose the place.
+    """
     main = next((s for s in app.screen_stack if isinstance(s, MainScreen)), None)
-    if main is not None:
-        with contextlib.suppress(NoMatches):  # before (or after) its widgets are mounted
-            pane, selected, runs_filter = main.runs_place()
+    if main is None:
+        return None
+    try:
+        pane, selected, runs_filter = main.runs_place()
+    except NoMatches:
+        return None
     view = ViewState(
         screen="main", pane=pane, selected_run=selected, runs_filter=runs_filter, seen_at=now
     )
     run_screen = next((s for s in reversed(app.screen_stack) if isinstance(s, RunScreen)), None)
     if run_screen is None:
         return view
-    tab: str | None = None
-    place = LogPlace()
-    with contextlib.suppress(NoMatches):
+    try:
         tab = run_screen.query_one("#run-tabs", TabbedContent).active or None
         place = run_screen.query_one("#combined-log", LogView).place()
+    except NoMatches:
+        return None
     return replace(
         view,
         screen="run",
@@ -192,6 +197,8 @@ class ViewKeeper:
             return  # the last view is not reopened yet: do not write over it
         now = time.time()
         view = capture(self.app, now=now)
+        if view is None:
+            return
         last = self._last
         if last is not None and last.same_place(view) and now - last.seen_at < SEEN_EVERY:
             return

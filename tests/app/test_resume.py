@@ -139,17 +139,17 @@ async def test_a_new_session_reopens_the_run_tab_filter_and_line_and_says_what_c
         )
 
 
-@asynchronous
-async def test_the_main_screens_filter_pane_and_run_come_back_and_watcher_events_are_keys(
-    state_dir: Path, project: Path
-) -> None:
+FIRST, SECOND, OTHER = (
+    "quick-20261201T000000Z-aaaaaa",
+    "quick-20261201T010000Z-bbbbbb",
+    "second-20261201T020000Z-cccccc",
+)
+
+
+def _three_ended_runs(state_dir: Path, project: Path) -> None:
+    """Two runs of ``quick`` and one of ``second``, all seen to end by an earlier session."""
     submitted = dt.datetime(2026, 12, 1, tzinfo=dt.UTC)
-    first, second, other = (
-        "quick-20261201T000000Z-aaaaaa",
-        "quick-20261201T010000Z-bbbbbb",
-        "second-20261201T020000Z-cccccc",
-    )
-    for run_id in (first, second, other):
+    for run_id in (FIRST, SECOND, OTHER):
         save_handle(
             state_dir,
             run_id=run_id,
@@ -157,14 +157,16 @@ async def test_the_main_screens_filter_pane_and_run_come_back_and_watcher_events
             submitted_at=submitted,
             project=str(project),
         )
-    keep_final_states(
-        state_dir,
-        {
-            first: (RunState.SUCCEEDED, 100.0),
-            second: (RunState.FAILED, 100.0),
-            other: (RunState.SUCCEEDED, 100.0),
-        },
-    )
+    ended = {run_id: (RunState.SUCCEEDED, 100.0) for run_id in (FIRST, SECOND, OTHER)}
+    keep_final_states(state_dir, ended)
+
+
+@asynchronous
+async def test_the_main_screens_filter_pane_and_run_come_back_and_watcher_events_are_keys(
+    state_dir: Path, project: Path
+) -> None:
+    first, second, other = FIRST, SECOND, OTHER
+    _three_ended_runs(state_dir, project)
     since = time.time() - 100
     write_view(
         state_dir,
@@ -260,6 +262,15 @@ def test_the_away_items_are_newest_first_one_a_run_from_events_kept_ends_and_fin
             run_id="c-20261201T000000Z-cccccc",
             job="c",
             kind=EventKind.STALLED,
+        )
+    )
+    EventLog(state_dir).append(
+        RunEvent(
+            event_id="forged",
+            at=360.0,
+            run_id="../../etc/passwd\x1b]52;c;x\x07",
+            job="c",
+            kind=EventKind.FAILED,
         )
     )
     found = [AwayItem("c-20261201T000000Z-cccccc", "failed", 400.0)]

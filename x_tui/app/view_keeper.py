@@ -38,7 +38,7 @@ from x_tui.app.run_screen import RunScreen
 from x_tui.app.view_state import AWAY_ITEMS, ViewState, read_view, write_view
 from x_tui.app.watch_events import EventKind, EventLog
 from x_tui.compute.sanitize import plain
-from x_tui.compute.store import StoredRuns
+from x_tui.compute.store import RUN_ID_PATTERN, StoredRuns
 from x_tui.widgets.log_view import LogPlace, LogView
 
 TICK_SECONDS = 0.5
@@ -287,7 +287,11 @@ def away_items(
 
     with contextlib.suppress(OSError):
         for event in EventLog(state_dir).read(since=since):
-            if event.kind not in (EventKind.PENDING, EventKind.RUNNING):
+            # A record's run id is untrusted: one that is no run id names nothing to open.
+            if event.kind not in (
+                EventKind.PENDING,
+                EventKind.RUNNING,
+            ) and RUN_ID_PATTERN.fullmatch(event.run_id):
                 keep(AwayItem(event.run_id, event.kind.value.replace("_", " "), event.at))
     finals = read_final_states(state_dir / "x-tui" / "final-states.json") or {}
     for run_id, (state, at) in finals.items():

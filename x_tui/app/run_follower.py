@@ -36,7 +36,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from x_tui.app.file_watch import Watched, watch
-from x_tui.app.final_states import read_final_states, write_final_states
+from x_tui.app.final_states import keep_final_states, read_final_states
 from x_tui.app.run_records import Record, read_record
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
@@ -600,7 +600,7 @@ class RunFollower:
                     run_id: (self._states[run_id], ended) for run_id, ended in self._ended.items()
                 }
             self._saved_at = time.monotonic()
-            write_final_states(self._cache_path, runs)
+            keep_final_states(self._cache_path, runs)
 
 
 def _group(handle: RunHandle) -> tuple[str, str]:

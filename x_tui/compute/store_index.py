@@ -31,7 +31,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from x_tui.compute.record_files import UnreadableRecordError, read_json_file
+from x_tui.compute.record_files import UnreadableRecordError, read_cache_file
 from x_tui.compute.records import RecordError, write_atomic
 
 INDEX_NAME = "runs-index.json"
@@ -208,7 +208,7 @@ def _load(path: Path, runs_dir: Path) -> tuple[int, int, dict[str, IndexEntry]] 
     file is read again).
     """
     try:
-        data = read_json_file(path, max_bytes=INDEX_BYTES)
+        data = read_cache_file(path, max_bytes=INDEX_BYTES)
     except (FileNotFoundError, UnreadableRecordError, RecordError):
         return None
     if not isinstance(data, dict) or data.get("version") != INDEX_VERSION:

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import keep_final_states, read_final_states
-from x_tui.app.run_records import Record, read_record
+from x_tui.app.run_records import Record, listing_names, read_record
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
@@ -300,14 +300,14 @@ class RunFollower:
             self._publish(complete=True)
 
     def _initial_scan(self) -> None:
-        listing = list_records(self.runs_dir)
-        self._read_paths(listing[:FIRST_BATCH])
-        if len(listing) > FIRST_BATCH:
+        names = listing_names(self.runs_dir)
+        self._read_paths([self.runs_dir / name for name in names[:FIRST_BATCH]])
+        if len(names) > FIRST_BATCH:
             self._publish(complete=False)
             # Let the UI show the first screenful before this thread takes the interpreter to
             # read the rest, from the store's index (only the files that changed are read).
             self._stop.wait(FIRST_PAUSE)
-            self._keep_indexed(listing[FIRST_BATCH:])
+            self._keep_indexed([self.runs_dir / name for name in names[FIRST_BATCH:]])
         self._publish(complete=True)
 
     def _keep_indexed(self, paths: list[Path]) -> None:

@@ -194,3 +194,31 @@ def test_a_tampered_entry_is_refused_field_by_field(store: RunStore) -> None:
 
 def _fields(run: RunHandle) -> dict[str, object]:
     return {name: getattr(run, name) for name in RunHandle.__dataclass_fields__}
+
+
+def test_listed_version_1_handles_say_where_their_settings_come_from(tmp_path: Path) -> None:
+    from x_tui.compute.store import SettingsOrigin
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.substrax.compute]\nbackend = "local"\n\n'
+        '[tool.substrax.compute.backends.local]\npython = "/usr/bin/python3"\n'
+    )
+    runs = tmp_path / "state" / "compute" / "runs"
+    store = RunStore(runs)
+    by_x_tui = RunHandle(**{**_fields(handle(0)), "schema_version": 1, "project": str(project)})
+    store.save(by_x_tui)  # its settings go to a side record
+    runs.mkdir(parents=True, exist_ok=True)
+    by_substrax = RunHandle(
+        **{**_fields(handle(1)), "schema_version": 1, "project": str(project), "settings": {}}
+    )
+    substrax_save(store, by_substrax)  # no side record: the project's settings now
+    listed = {run.run_id: run for run in store.read_all().handles}
+    x_tui_run, substrax_run = listed[by_x_tui.run_id], listed[by_substrax.run_id]
+    assert x_tui_run.settings == by_x_tui.settings
+    assert store.settings_origin(x_tui_run) is SettingsOrigin.SIDE_RECORD
+    assert substrax_run.settings == {"python": "/usr/bin/python3"}
+    assert store.settings_origin(substrax_run) is SettingsOrigin.PROJECT
+    store.side_record_of(by_x_tui.run_id).unlink()  # asked again of a handle it did not list
+    assert store.settings_origin(by_x_tui) is SettingsOrigin.PROJECT

@@ -267,6 +267,9 @@ class RunStore:
         """Where the frozen settings of version 1 handles x-tui wrote are kept."""
         self.index_path = self.root.parent.parent / "x-tui" / INDEX_NAME
         """x-tui's index of the store (:mod:`x_tui.compute.store_index`)."""
+        self._origins: dict[str, tuple[RunHandle, SettingsOrigin]] = {}
+        """Where the settings of each version 1 handle last listed came from (by the very
+        handle object listed)."""
 
     def side_record_of(self, run_id: str) -> Path:
         """The side record that holds the frozen settings of a version 1 handle x-tui wrote.
@@ -280,6 +283,9 @@ class RunStore:
         """Where the settings of ``handle`` (as this store read it) come from."""
         if handle.schema_version == HANDLE_VERSION:
             return SettingsOrigin.HANDLE
+        known = self._origins.get(handle.run_id)
+        if known is not None and known[0] is handle:
+            return known[1]
         if self.side_record_of(handle.run_id).is_file():
             return SettingsOrigin.SIDE_RECORD
         return SettingsOrigin.PROJECT
@@ -356,6 +362,7 @@ class RunStore:
         side_names = _names_in(self.side_records)
         projects: dict[tuple[str, str], dict[str, JsonValue] | str] = {}
         found: dict[str, IndexedRun] = {}
+        origins: dict[str, tuple[RunHandle, SettingsOrigin]] = {}
         for name, entry in entries.items():
             stamp = (entry.stamp[0], entry.stamp[1])
             if entry.fields is None:
@@ -367,6 +374,14 @@ class RunStore:
                 found[name] = IndexedRun(stamp, None, _short(str(error)))
                 continue
             found[name] = IndexedRun(stamp, handle, None)
+            if handle.schema_version == SUBSTRAX_01_HANDLE_VERSION and side_names is not None:
+                # A side record is named as its handle's file is.
+                side = name in side_names
+                origins[handle.run_id] = (
+                    handle,
+                    SettingsOrigin.SIDE_RECORD if side else SettingsOrigin.PROJECT,
+                )
+        self._origins = origins
         return found
 
     def _read_fields(self, path: Path) -> tuple[HandleFields | None, str | None]:

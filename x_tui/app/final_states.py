@@ -16,9 +16,15 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from x_tui.compute.backend import RunState
-from x_tui.compute.record_files import RECORD_BYTES, read_json_file
+from x_tui.compute.record_files import read_cache_file
 from x_tui.compute.records import RecordError, write_atomic
 from x_tui.compute.store import RUN_ID_PATTERN
+
+FINAL_STATES_NAME = "final-states.json"
+"""The cache's file, in ``<state>/x-tui/``."""
+
+FINAL_STATES_BYTES = 256 << 20
+"""The largest cache read (some 3,000,000 runs; 100,000 take about 8 MB)."""
 
 FinalState = tuple[RunState, float | None]
 """A finished run's state and when it ended (an epoch time), if known."""
@@ -36,7 +42,7 @@ def read_final_states(path: Path) -> dict[str, FinalState] | None:
         read or is not such a table, so that it is rebuilt from the backends' answers.
     """
     try:
-        data = read_json_file(path, max_bytes=RECORD_BYTES)
+        data = read_cache_file(path, max_bytes=FINAL_STATES_BYTES)
     except FileNotFoundError:
         return {}
     except RecordError:
@@ -46,17 +52,24 @@ def read_final_states(path: Path) -> dict[str, FinalState] | None:
         return None
     found: dict[str, FinalState] = {}
     for run_id, entry in runs.items():
-        if not isinstance(entry, dict) or not RUN_ID_PATTERN.fullmatch(run_id):
+        if not isinstance(entry, dict):
             continue
-        try:
-            state = RunState(entry["state"])
-            moment = entry["ended_at"]
-            ended = None if moment is None else float(moment)
-        except (KeyError, TypeError, ValueError):
+        name = entry.get("state")
+        state = _FINAL.get(name) if isinstance(name, str) else None
+        moment = entry.get("ended_at", _MISSING)
+        if state is None or not RUN_ID_PATTERN.fullmatch(run_id):
             continue
-        if state.is_final and (ended is None or math.isfinite(ended)):
-            found[run_id] = (state, ended)
+        if moment is None:
+            found[run_id] = (state, None)
+        elif type(moment) in (int, float) and math.isfinite(moment):
+            found[run_id] = (state, float(moment))
     return found
+
+
+_FINAL = {state.value: state for state in RunState if state.is_final}
+"""Each final state by its name."""
+
+_MISSING = object()
 
 
 def write_final_states(path: Path, runs: Mapping[str, FinalState]) -> None:
@@ -67,3 +80,21 @@ def write_final_states(path: Path, runs: Mapping[str, FinalState]) -> None:
     }
     with contextlib.suppress(OSError):
         write_atomic(path, json.dumps({"version": 1, "runs": table}) + "\n")
+
+
+def final_states_path(runs_dir: Path) -> Path:
+    """The cache of the store whose handles are in ``runs_dir`` (``<state>/compute/runs``)."""
+    return runs_dir.parent.parent / "x-tui" / FINAL_STATES_NAME
+
+
+def keep_final_states(path: Path, learnt: Mapping[str, FinalState]) -> None:
+    """Add ``learnt`` to the final states kept in ``path`` (what is kept there stays).
+
+    A cache that cannot be read is written anew with ``learnt`` alone; a failure to write is
+    ignored (the runs are asked about again next time).
+    """
+    kept = read_final_states(path) or {}
+    for run_id, (state, ended) in learnt.items():
+        if run_id not in kept or kept[run_id][1] is None:
+            kept[run_id] = (state, ended)
+    write_final_states(path, kept)

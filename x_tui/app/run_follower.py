@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from x_tui.app.file_watch import Watched, watch
-from x_tui.app.final_states import read_final_states, write_final_states
-from x_tui.app.run_records import Record, read_record
+from x_tui.app.final_states import keep_final_states, read_final_states
+from x_tui.app.run_records import Record, listing_names, read_record
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
@@ -300,15 +300,35 @@ class RunFollower:
             self._publish(complete=True)
 
     def _initial_scan(self) -> None:
-        listing = list_records(self.runs_dir)
-        self._read_paths(listing[:FIRST_BATCH])
-        if len(listing) > FIRST_BATCH:
+        names = listing_names(self.runs_dir)
+        self._read_paths([self.runs_dir / name for name in names[:FIRST_BATCH]])
+        if len(names) > FIRST_BATCH:
             self._publish(complete=False)
             # Let the UI show the first screenful before this thread takes the interpreter to
-            # read the rest.
+            # read the rest, from the store's index (only the files that changed are read).
             self._stop.wait(FIRST_PAUSE)
-            self._read_paths(listing[FIRST_BATCH:])
+            self._keep_indexed([self.runs_dir / name for name in names[FIRST_BATCH:]])
         self._publish(complete=True)
+
+    def _keep_indexed(self, paths: list[Path]) -> None:
+        """Keep the records of ``paths`` as the store's index gives them (files read if not)."""
+        try:
+            indexed = self.service.store.indexed()
+        except Exception:  # the index never stops the watcher: the files are read one by one
+            self._read_paths(paths)
+            return
+        missing: list[Path] = []
+        for path in paths:
+            run = indexed.get(path.name)
+            if run is None or run.handle is None:
+                missing.append(path)  # an unreadable record is named as when it is read alone
+                continue
+            with self._lock:
+                known = self._records.get(path)
+            if known is None or known.stamp != run.stamp:
+                self._keep(path, Record(run.stamp, run.handle, run.reason), wake=False)
+        self._wake.set()
+        self._read_paths(missing)
 
     def _scan_all(self) -> None:
         listing = list_records(self.runs_dir)
@@ -364,7 +384,7 @@ class RunFollower:
             self._keep(path, record)
         return changed
 
-    def _keep(self, path: Path, record: Record) -> None:
+    def _keep(self, path: Path, record: Record, *, wake: bool = True) -> None:
         with self._lock:
             old = self._records.get(path)
             if old is not None and old.handle is not None:
@@ -377,7 +397,8 @@ class RunFollower:
             self._handles[handle.run_id] = handle
             if handle.run_id not in self._ended and handle.run_id not in self._polls:
                 self._polls[handle.run_id] = _Poll(due=0.0, interval=self._first)
-        self._wake.set()
+        if wake:
+            self._wake.set()
 
     def _publish(self, *, complete: bool) -> None:
         with self._lock:
@@ -600,7 +621,7 @@ class RunFollower:
                     run_id: (self._states[run_id], ended) for run_id, ended in self._ended.items()
                 }
             self._saved_at = time.monotonic()
-            write_final_states(self._cache_path, runs)
+            keep_final_states(self._cache_path, runs)
 
 
 def _group(handle: RunHandle) -> tuple[str, str]:

@@ -52,25 +52,28 @@ def listing(runs_dir: Path) -> list[Path]:
         The files; a name not of the run id form sorts last. Empty when the directory cannot
         be listed.
     """
+    return [runs_dir / name for name in listing_names(runs_dir)]
+
+
+def listing_names(runs_dir: Path) -> list[str]:
+    """The names of :func:`listing`'s files, in its order (no path made for each: cheaper)."""
     try:
-        with os.scandir(runs_dir) as entries:
-            names = [
-                entry.name
-                for entry in entries
-                if entry.name.endswith(".json") and not entry.name.startswith(".")
-            ]
+        names = [
+            name
+            for name in os.listdir(runs_dir)
+            if name.endswith(".json") and not name.startswith(".")
+        ]
     except OSError:
         return []
 
     def newest_first(name: str) -> str:
         # A run id ends in "-YYYYMMDDTHHMMSSZ-xxxxxx", so its time sorts as text; a name of
         # another form sorts last.
-        stem = name.removesuffix(".json")
-        moment = stem[-23:-8]
-        return moment if stem[-24:-23] == "-" and stem[-8:-6] == "Z-" else ""
+        moment = name[-28:-13]
+        return moment if name[-29:-28] == "-" and name[-13:-11] == "Z-" else ""
 
     names.sort(key=newest_first, reverse=True)
-    return [runs_dir / name for name in names]
+    return names
 
 
 def read_record(store: RunStore, path: Path, stamp: Stamp) -> Record:

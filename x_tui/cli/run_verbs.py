@@ -102,22 +102,48 @@ def _line(
     return line
 
 
-def _states(handles: list[RunHandle]) -> tuple[dict[str, RunState | None], bool]:
-    """Every run's state, asking each backend (rebuilt once per settings); whether one failed."""
+def _backend_of(handle: RunHandle, backends: dict[str, ComputeBackend]) -> ComputeBackend:
+    """The run's backend, rebuilt once per backend and settings (kept in ``backends``)."""
+    key = f"{handle.backend}\0{sorted(handle.settings.items())!r}"
+    if key not in backends:
+        backends[key] = backend_for(handle)
+    return backends[key]
+
+
+def _states(
+    handles: list[RunHandle],
+    store: RunStore | None = None,
+    backends: dict[str, ComputeBackend] | None = None,
+) -> tuple[dict[str, RunState | None], bool]:
+    """Every run's state, asking each backend (rebuilt once per settings); whether one failed.
+
+    A run whose final state x-tui keeps (``<state>/x-tui/final-states.json``, which the TUI and
+    this verb write) is not asked about again; a final state learnt here is kept there.
+    """
+    from x_tui.app.final_states import final_states_path, keep_final_states, read_final_states
+
+    kept_path = final_states_path(store.root) if store is not None else None
+    kept = (read_final_states(kept_path) if kept_path is not None else None) or {}
+    learnt: dict[str, RunState] = {}
     states: dict[str, RunState | None] = {}
-    backends: dict[str, ComputeBackend] = {}
+    backends = {} if backends is None else backends
     failed = False
     for handle in handles:
         answer: RunState | None = None
+        known = kept.get(handle.run_id)
+        if known is not None:
+            states[handle.run_id] = known[0]
+            continue
         try:
-            key = f"{handle.backend}\0{sorted(handle.settings.items())!r}"
-            if key not in backends:
-                backends[key] = backend_for(handle)
-            answer = backends[key].status(handle)
+            answer = _backend_of(handle, backends).status(handle)
         except (UserError, ValueError, LookupError, OSError) as error:
             complain(f"{handle.run_id}: state unknown: {error_message(error)}")
             failed = True
         states[handle.run_id] = answer
+        if answer is not None and answer.is_final:
+            learnt[handle.run_id] = answer
+    if kept_path is not None and learnt:
+        keep_final_states(kept_path, {run_id: (state, None) for run_id, state in learnt.items()})
     return states, failed
 
 
@@ -163,10 +189,18 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
         chosen = load_sweep(wanted)
         handles = [handle for handle in handles if handle.run_id in chosen.run_ids]
         sweeps = [chosen]
-    states, failed = _states(handles)
+    backends: dict[str, ComputeBackend] = {}
+    states, failed = _states(handles, store, backends)
     code = EXIT_FAILED if failed else EXIT_OK
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
-    watches = {h.run_id: _watch_of(h, states[h.run_id]) for h in handles}
+    # The text listing reads the side files of unfinished runs only (a finished run's last
+    # progress is in ``status RUN_ID`` and ``--json``): 100,000 finished runs list at once.
+    watches = {
+        h.run_id: _watch_of(h, states[h.run_id], backends)
+        if args.json or not _finished(states[h.run_id])
+        else _NO_WATCH
+        for h in handles
+    }
     submitting = [] if wanted is not None else list(launches.records)
     if args.json:
         runs = [_launch_json(record) for record in submitting]
@@ -268,12 +302,21 @@ def _launch_json(record: LaunchRecord) -> dict[str, JsonValue]:
     }
 
 
-def _watch_of(handle: RunHandle, state: RunState | None) -> dict[str, JsonValue]:
+_NO_WATCH: dict[str, JsonValue] = {"progress": None, "cost_so_far": None, "flags": []}
+
+
+def _finished(state: RunState | None) -> bool:
+    return state is not None and state.is_final
+
+
+def _watch_of(
+    handle: RunHandle, state: RunState | None, backends: dict[str, ComputeBackend]
+) -> dict[str, JsonValue]:
     """``progress``, ``cost_so_far`` and ``flags`` of a run (nulls when they cannot be had)."""
     if state is None:
         return {"progress": None, "cost_so_far": None, "flags": []}
     try:
-        return watch_json(handle, backend_for(handle), state, now=time.time())
+        return watch_json(handle, _backend_of(handle, backends), state, now=time.time())
     except (UserError, ValueError, LookupError, OSError):
         return {"progress": None, "cost_so_far": None, "flags": []}
 

@@ -161,6 +161,34 @@ def read_json_file(path: Path, *, max_bytes: int, max_depth: int = MAX_DEPTH) ->
     return _loads(text, max_depth)
 
 
+def read_cache_file(path: Path, *, max_bytes: int) -> object:
+    """The JSON value of one of x-tui's large caches, bounded by a cheaper test than a record's.
+
+    A cache (the store's index, the kept final states) may be tens of megabytes: rather than the
+    exact scan of :func:`read_json_file`, every ``[`` and ``{`` byte is counted as a container
+    (strings included, so the count is never lower than the truth) and the file is refused when
+    there are more than one per :data:`_BYTES_PER_CONTAINER` bytes. Nesting too deep for the
+    parser is refused by the parser itself.
+
+    Raises:
+        FileNotFoundError: If there is no such file.
+        UnreadableRecordError: If it cannot be read, holds too many containers, is not UTF-8 or
+            not JSON; the message is the reason.
+    """
+    data = read_regular_file(path, max_bytes=max_bytes)
+    containers = data.count(b"[") + data.count(b"{")
+    if containers > len(data) // _BYTES_PER_CONTAINER + MAX_DEPTH:
+        raise UnreadableRecordError(
+            f"holds {containers} arrays and objects in {len(data)} bytes, more than a cache holds"
+        )
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise UnreadableRecordError(f"not UTF-8 text (byte at offset {error.start})") from None
+    del data
+    return _loads(text, MAX_DEPTH)
+
+
 def read_record_file(path: Path, read: Callable[[object], T], *, max_bytes: int) -> T:
     """Read the record a file holds.
 

@@ -22,23 +22,27 @@ import secrets
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from x_tui.compute.errors import BadRecordError, RunNotFoundError
 from x_tui.compute.record_files import (
     HANDLE_BYTES,
+    MAX_REASON,
     misfiled_reason,
     read_json_file,
-    read_record_dir,
     read_record_file,
 )
 from x_tui.compute.records import (
     JsonValue,
     RecordError,
     dump_record,
+    format_datetime,
+    parse_datetime,
     read_record,
     write_atomic,
 )
 from x_tui.compute.spec import check_name
+from x_tui.compute.store_index import INDEX_NAME, HandleFields, indexed_runs
 
 HANDLE_VERSION = 2
 """The handle layout this release writes by default: with the frozen ``settings``."""
@@ -235,6 +239,20 @@ class StoredRuns:
     unreadable: Mapping[Path, str]
 
 
+class IndexedRun(NamedTuple):
+    """One handle file of the store as the index gives it.
+
+    Attributes:
+        stamp: The file's modified time (ns) and size.
+        handle: The handle, when it can be read.
+        reason: Why it cannot be read, when it cannot.
+    """
+
+    stamp: tuple[int, int]
+    handle: RunHandle | None
+    reason: str | None
+
+
 class RunStore:
     """The handles of submitted runs, one JSON file per run."""
 
@@ -247,6 +265,11 @@ class RunStore:
         self.root = root if root is not None else default_state_dir() / "compute" / "runs"
         self.side_records = self.root.parent.parent / "x-tui" / "handles"
         """Where the frozen settings of version 1 handles x-tui wrote are kept."""
+        self.index_path = self.root.parent.parent / "x-tui" / INDEX_NAME
+        """x-tui's index of the store (:mod:`x_tui.compute.store_index`)."""
+        self._origins: dict[str, tuple[RunHandle, SettingsOrigin]] = {}
+        """Where the settings of each version 1 handle last listed came from (by the very
+        handle object listed)."""
 
     def side_record_of(self, run_id: str) -> Path:
         """The side record that holds the frozen settings of a version 1 handle x-tui wrote.
@@ -260,6 +283,9 @@ class RunStore:
         """Where the settings of ``handle`` (as this store read it) come from."""
         if handle.schema_version == HANDLE_VERSION:
             return SettingsOrigin.HANDLE
+        known = self._origins.get(handle.run_id)
+        if known is not None and known[0] is handle:
+            return known[1]
         if self.side_record_of(handle.run_id).is_file():
             return SettingsOrigin.SIDE_RECORD
         return SettingsOrigin.PROJECT
@@ -311,17 +337,125 @@ class RunStore:
         return handle
 
     def read_all(self) -> StoredRuns:
-        """Every kept handle, newest first, and each record that cannot be read, with the reason."""
-        handles, unreadable = read_record_dir(
-            self.root,
-            self._read,
-            id_of=lambda handle: handle.run_id,
-            is_id=lambda name: RUN_ID_PATTERN.fullmatch(name) is not None,
-            kind="run",
-            max_bytes=HANDLE_BYTES,
-        )
+        """Every kept handle, newest first, and each record that cannot be read, with the reason.
+
+        Listed through the store's index (:mod:`x_tui.compute.store_index`): only the handle
+        files that changed since it was last brought up to date are read.
+        """
+        handles: list[RunHandle] = []
+        unreadable: dict[Path, str] = {}
+        for name, run in self.indexed().items():
+            if run.handle is not None:
+                handles.append(run.handle)
+            elif run.reason is not None:
+                unreadable[self.root / name] = run.reason
         handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
-        return StoredRuns(handles=tuple(handles), unreadable=unreadable)
+        return StoredRuns(handles=tuple(handles), unreadable=dict(sorted(unreadable.items())))
+
+    def indexed(self) -> dict[str, IndexedRun]:
+        """Every handle file by name, with its stamp and its handle or why it cannot be read.
+
+        A version 1 handle's settings are filled in now (from its side record or its project),
+        so a project changed since the index was made is read as it is now.
+        """
+        entries = indexed_runs(self.root, self.index_path, self._read_fields)
+        side_names = _names_in(self.side_records)
+        projects: dict[tuple[str, str], dict[str, JsonValue] | str] = {}
+        found: dict[str, IndexedRun] = {}
+        origins: dict[str, tuple[RunHandle, SettingsOrigin]] = {}
+        for name, entry in entries.items():
+            stamp = (entry.stamp[0], entry.stamp[1])
+            if entry.fields is None:
+                found[name] = IndexedRun(stamp, None, entry.reason)
+                continue
+            try:
+                handle = self._from_fields(entry.fields, side_names, projects)
+            except RecordError as error:
+                found[name] = IndexedRun(stamp, None, _short(str(error)))
+                continue
+            found[name] = IndexedRun(stamp, handle, None)
+            if handle.schema_version == SUBSTRAX_01_HANDLE_VERSION and side_names is not None:
+                # A side record is named as its handle's file is.
+                side = name in side_names
+                origins[handle.run_id] = (
+                    handle,
+                    SettingsOrigin.SIDE_RECORD if side else SettingsOrigin.PROJECT,
+                )
+        self._origins = origins
+        return found
+
+    def _read_fields(self, path: Path) -> tuple[HandleFields | None, str | None]:
+        """A handle file's fields as the index keeps them, or why it cannot be read."""
+        if not RUN_ID_PATTERN.fullmatch(path.stem):
+            return None, f"{path.stem!r} is not a run id, so it holds no run"
+        try:
+            handle = read_record_file(path, read_handle, max_bytes=HANDLE_BYTES)
+        except FileNotFoundError:
+            return None, None
+        except BadRecordError as error:
+            return None, str(error).removeprefix(f"{path}: ")
+        if handle.run_id != path.stem:
+            return None, misfiled_reason("run", handle.run_id, path.stem)
+        return (
+            HandleFields(
+                schema_version=handle.schema_version,
+                run_id=handle.run_id,
+                backend=handle.backend,
+                job=handle.job,
+                project=handle.project,
+                submitted_at=format_datetime(handle.submitted_at),
+                settings=dict(handle.settings),
+                details=dict(handle.details),
+            ),
+            None,
+        )
+
+    def _from_fields(
+        self,
+        fields: HandleFields,
+        side_names: frozenset[str] | None,
+        projects: dict[tuple[str, str], dict[str, JsonValue] | str],
+    ) -> RunHandle:
+        """The handle an index entry holds, a version 1 handle's settings filled in.
+
+        Raises:
+            RecordError: If the entry is not a handle, or a version 1 handle's settings cannot
+                be had (its side record or its project cannot be read).
+        """
+        try:
+            submitted_at = parse_datetime(fields.submitted_at)
+        except ValueError as error:
+            raise RecordError(str(error)) from None
+        settings = fields.settings
+        if fields.schema_version == SUBSTRAX_01_HANDLE_VERSION:
+            frozen = None
+            if side_names is None or f"{fields.run_id}.json" in side_names:
+                frozen = self._side_settings(fields.run_id)
+            if frozen is None:
+                key = (fields.project, fields.backend)
+                if key not in projects:
+                    try:
+                        projects[key] = project_settings(Path(fields.project), fields.backend)
+                    except RecordError as error:
+                        projects[key] = str(error)
+                known = projects[key]
+                if isinstance(known, str):
+                    raise RecordError(known)
+                frozen = dict(known)
+            settings = frozen
+        try:
+            return RunHandle(
+                schema_version=fields.schema_version,
+                run_id=fields.run_id,
+                backend=fields.backend,
+                job=fields.job,
+                project=fields.project,
+                submitted_at=submitted_at,
+                settings=settings,
+                details=fields.details,
+            )
+        except ValueError as error:
+            raise RecordError(str(error)) from None
 
     def delete(self, run_id: str) -> None:
         """Forget a run's handle and its side record (its files elsewhere are left)."""
@@ -370,6 +504,20 @@ class RunStore:
             raise RecordError(problem)
         settings: dict[str, JsonValue] = side["settings"]
         return settings
+
+
+def _names_in(directory: Path) -> frozenset[str] | None:
+    """The names in a directory (empty when it is missing); ``None`` when it cannot be listed."""
+    try:
+        return frozenset(os.listdir(directory))
+    except FileNotFoundError:
+        return frozenset()
+    except OSError:
+        return None
+
+
+def _short(reason: str) -> str:
+    return reason if len(reason) <= MAX_REASON else f"{reason[: MAX_REASON - 3]}..."
 
 
 def project_settings(project: Path, backend: str) -> dict[str, JsonValue]:

@@ -1,0 +1,220 @@
+"""``x-tui status`` with a large store, against substrax 0.1.22's own ``status`` on the same store.
+
+The store holds ``--runs`` finished runs of the local backend, each a version 1 handle as
+substrax 0.1.x writes it (so both tools read the same files), of a project whose pyproject.toml
+names the local backend. Each tool is a fresh process; the figures are wall time and CPU time
+(user + system of the process and its children, from ``getrusage``), so a busy machine shows in
+the wall figure but not in the CPU one. Measured:
+
+- ``x-tui status``, the first time (nothing kept yet) and again (the store's index and the final
+  states kept by the first call);
+- ``x-tui status RUN_ID`` on this store and on a store of 100 runs: a constant-time answer costs
+  the same on both;
+- ``substrax-compute status`` (the reference), on the same store, stopped after ``--substrax-limit``
+  seconds: then the runs it listed in that time give its rate and a lower bound on its time.
+
+substrax comes from ``scripts/install_substrax.sh`` (the interop tests' cached environment); without
+it the reference is skipped, saying why.
+
+    uv run python bench/status_scale.py [--runs 100000] [--substrax-limit 120]
+
+Aims: ``x-tui status`` under 2 s with 100,000 runs; ``status RUN_ID`` the same at any size.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+SUBSTRAX_VERSION = "0.1.22"
+X_TUI = [sys.executable, "-m", "x_tui"]
+
+
+def substrax_home() -> Path:
+    """Where ``scripts/install_substrax.sh`` keeps substrax's environment."""
+    base = os.environ.get("X_TUI_SUBSTRAX_HOME") or str(Path.home() / ".cache" / "x-tui-tests")
+    return Path(base) / f"substrax-{SUBSTRAX_VERSION}"
+
+
+def make_store(root: Path, count: int, *, known_final: bool = True) -> tuple[Path, list[str]]:
+    """``count`` finished local runs (version 1 handles) of a project under ``root``.
+
+    With ``known_final``, x-tui's kept final states name them (as after the TUI, the watcher
+    or an earlier ``status`` saw them end); substrax keeps none and asks about every run.
+
+    Returns:
+        The state directory and the run ids, oldest first.
+    """
+    project = root / "project"
+    project.mkdir(parents=True)
+    (project / "pyproject.toml").write_text(
+        '[project]\nname = "scale"\nversion = "0.1.0"\n\n'
+        '[tool.substrax.compute]\nbackend = "local"\n\n'
+        "[tool.substrax.compute.backends.local]\n\n"
+        '[tool.substrax.compute.jobs.train]\ncommands = { main = ["python", "-c", "0"] }\n',
+        encoding="utf-8",
+    )
+    state = root / "state"
+    runs = state / "compute" / "runs"
+    runs.mkdir(parents=True)
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    ids = []
+    for index in range(count):
+        moment = start + dt.timedelta(minutes=index)
+        run_id = f"train-{moment:%Y%m%dT%H%M%SZ}-{index % 0xFFFFFF:06x}"
+        handle = {
+            "schema_version": 1,
+            "run_id": run_id,
+            "backend": "local",
+            "job": "train",
+            "project": str(project),
+            "submitted_at": moment.isoformat(),
+            "details": {"pid": "999999999", "run_dir": str(state / "compute" / "local" / run_id)},
+        }
+        (runs / f"{run_id}.json").write_text(json.dumps(handle, indent=2) + "\n", encoding="utf-8")
+        ids.append(run_id)
+    if known_final:
+        final = {
+            run_id: {"state": "failed", "ended_at": start.timestamp() + 60 * index + 30}
+            for index, run_id in enumerate(ids)
+        }
+        (state / "x-tui").mkdir(parents=True, exist_ok=True)
+        (state / "x-tui" / "final-states.json").write_text(
+            json.dumps({"version": 1, "runs": final}), encoding="utf-8"
+        )
+    return state, ids
+
+
+def timed(
+    argv: list[str], env: dict[str, str], cwd: Path, limit: float
+) -> tuple[float, float, int]:
+    """Run ``argv`` to its end (or ``limit`` seconds).
+
+    Returns:
+        Wall seconds, CPU seconds (user + system, with its children) and the lines it printed
+        (``-1`` lines when it was stopped at the limit: then the count is in the second place of
+        the caller's reading, see :func:`main`).
+    """
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    started = time.perf_counter()
+    with subprocess.Popen(
+        argv, env=env, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    ) as process:
+        assert process.stdout is not None
+        lines = 0
+        deadline = started + limit
+        os.set_blocking(process.stdout.fileno(), False)
+        stopped = False
+        while True:
+            chunk = process.stdout.read()
+            if chunk:
+                lines += chunk.count(b"\n")
+            if process.poll() is not None:
+                rest = process.stdout.read()
+                lines += rest.count(b"\n") if rest else 0
+                break
+            if time.perf_counter() > deadline:
+                process.kill()
+                stopped = True
+                break
+            time.sleep(0.02)
+        process.wait()
+    wall = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return wall, cpu, -lines - 1 if stopped else lines
+
+
+def _lines(count: int) -> str:
+    return f"{count} lines" if count >= 0 else "stopped at the limit"
+
+
+def main() -> int:
+    """Build the stores, time each command, print the figures and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--substrax-limit", type=float, default=120.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--x-tui-limit", type=float, default=600.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        build = time.perf_counter()
+        state, ids = make_store(scratch / "big", args.runs)
+        small_state, small_ids = make_store(scratch / "small", 100)
+        print(f"stores written in {time.perf_counter() - build:.1f} s")
+        env = {
+            **os.environ,
+            "SUBSTRAX_STATE_DIR": str(state),
+            "X_TUI_CONFIG": str(scratch / "none.toml"),
+            "COLUMNS": "200",
+        }
+        small_env = {**env, "SUBSTRAX_STATE_DIR": str(small_state)}
+        project = state.parent / "project"
+        print(f"status with {args.runs:,} runs in the store (wall s / CPU s)")
+        cold = timed([*X_TUI, "status"], env, project, args.x_tui_limit)
+        print(
+            f"  x-tui status, first call         {cold[0]:7.2f} / {cold[1]:7.2f}  {_lines(cold[2])}"
+        )
+        warm = min(
+            (timed([*X_TUI, "status"], env, project, args.x_tui_limit) for _ in range(args.repeat)),
+            key=lambda figures: figures[1],
+        )
+        print(
+            f"  x-tui status, again              {warm[0]:7.2f} / {warm[1]:7.2f}  {_lines(warm[2])}"
+        )
+        one = min(
+            (
+                timed([*X_TUI, "status", ids[len(ids) // 2]], env, project, 60)
+                for _ in range(args.repeat)
+            ),
+            key=lambda figures: figures[1],
+        )
+        small_one = min(
+            (
+                timed([*X_TUI, "status", small_ids[50]], small_env, project, 60)
+                for _ in range(args.repeat)
+            ),
+            key=lambda figures: figures[1],
+        )
+        print(f"  x-tui status RUN_ID                {one[0]:7.2f} / {one[1]:7.2f}")
+        print(
+            f"  x-tui status RUN_ID, 100 runs      {small_one[0]:7.2f} / {small_one[1]:7.2f}"
+            f"   ratio (CPU) {one[1] / small_one[1]:4.2f}x"
+        )
+        substrax = substrax_home() / "bin" / "substrax-compute"
+        if not substrax.exists():
+            print(f"  substrax-compute status: not installed: {substrax}")
+            return 0
+        wall, cpu, lines = timed([str(substrax), "status"], env, project, args.substrax_limit)
+        if lines < 0:
+            listed = -lines - 1
+            rate = listed / wall if listed else 0.0
+            whole = f"> {args.substrax_limit:.0f} s" if not rate else f"~{args.runs / rate:.0f} s"
+            print(
+                f"  substrax-compute status (ref.)     stopped at {wall:.0f} s / {cpu:.0f} s CPU,"
+                f" {listed:,} of {args.runs:,} runs listed: whole store {whole}"
+            )
+            # Its CPU so far is a lower bound on its CPU for the whole store.
+            print(f"  x-tui status again / substrax    <= {warm[1] / cpu:6.3f}x (CPU, a bound)")
+            print(
+                f"  aim: x-tui status < 2 s: {'met' if warm[0] < 2 and warm[1] < 2 else 'NOT met'}"
+            )
+            return 0
+        else:
+            print(f"  substrax-compute status (ref.)     {wall:7.2f} / {cpu:7.2f}   {lines} lines")
+        print(f"  x-tui status again / substrax      {warm[1] / cpu:6.3f}x (CPU)")
+        print(f"  aim: x-tui status < 2 s: {'met' if warm[0] < 2 and warm[1] < 2 else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,224 @@
+"""The run store's index: listing from it, never believing it over the store, never hurt by it."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from x_tui.compute.store import RunHandle, RunStore, handle_json
+from x_tui.compute.store_index import INDEX_NAME
+
+START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+
+
+def handle(index: int, *, job: str = "train") -> RunHandle:
+    moment = START + dt.timedelta(minutes=index)
+    run_id = f"{job}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}"
+    return RunHandle(
+        run_id=run_id,
+        backend="local",
+        job=job,
+        project="/home/me/project",
+        submitted_at=moment,
+        settings={"python": None, "nested": {"list": [1, 2.5, None]}},
+        details={"pid": str(1000 + index), "run_dir": f"/state/compute/local/{run_id}"},
+    )
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> RunStore:
+    runs = tmp_path / "state" / "compute" / "runs"
+    runs.mkdir(parents=True)
+    return RunStore(runs)
+
+
+def settle(store: RunStore) -> None:
+    """Make the runs directory's last change lie well in the past (as after a quiet minute)."""
+    past = dt.datetime.now(dt.UTC).timestamp() - 60
+    os.utime(store.root, (past, past))
+
+
+def count_reads(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """Record each handle file the store reads from disk (not from its index)."""
+    read: list[Path] = []
+    real = store._read_fields
+
+    def counting(path: Path) -> object:
+        read.append(path)
+        return real(path)
+
+    monkeypatch.setattr(store, "_read_fields", counting)
+    return read
+
+
+def substrax_save(store: RunStore, run: RunHandle) -> None:
+    """Write a handle as substrax 0.1.x does: a partial file renamed into place."""
+    partial = store.root / f".{run.run_id}.partial"
+    partial.write_text(handle_json(run), encoding="utf-8")
+    partial.replace(store.root / f"{run.run_id}.json")
+
+
+def test_a_settled_store_lists_from_its_index_without_reading_a_handle(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    runs = [handle(index) for index in range(5)]
+    for run in runs:
+        store.save(run)
+    settle(store)
+    first = store.read_all()
+    assert first.handles == tuple(reversed(runs))
+    assert (store.root.parent.parent / "x-tui" / INDEX_NAME).is_file()
+    read = count_reads(store, monkeypatch)
+    again = RunStore(store.root)
+    monkeypatch.setattr(again, "_read_fields", store._read_fields)
+    assert again.read_all() == first
+    assert read == []
+
+
+def test_runs_saved_replaced_and_removed_after_the_index_was_made_are_seen(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for index in range(3):
+        store.save(handle(index))
+    settle(store)
+    store.read_all()
+    read = count_reads(store, monkeypatch)
+    store.save(handle(3))  # by x-tui
+    substrax_save(store, handle(4, job="other"))  # by substrax, which knows no index
+    replaced = RunHandle(**{**_fields(handle(1)), "details": {"pid": "7", "run_dir": "/r"}})
+    substrax_save(store, replaced)
+    store.delete(handle(0).run_id)
+    listed = store.read_all()
+    assert [run.run_id for run in listed.handles] == [
+        handle(4, job="other").run_id,
+        handle(3).run_id,
+        handle(2).run_id,
+        handle(1).run_id,
+    ]
+    assert listed.handles[3].details == {"pid": "7", "run_dir": "/r"}
+    # Only the files that changed were read again.
+    assert sorted(path.stem for path in read) == sorted(
+        [handle(3).run_id, handle(4, job="other").run_id, handle(1).run_id]
+    )
+
+
+def test_a_handle_rewritten_in_place_while_the_directory_is_fresh_is_read_again(
+    store: RunStore,
+) -> None:
+    store.save(handle(0))
+    store.read_all()  # the directory changed just now: the index is not believed on its own
+    path = store.path_of(handle(0).run_id)
+    data = json.loads(path.read_text())
+    data["job"] = "renamed"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    assert store.read_all().handles[0].job == "renamed"
+
+
+def test_an_unreadable_record_keeps_its_reason_and_is_read_once_it_is_mended(
+    store: RunStore,
+) -> None:
+    run = handle(0)
+    path = store.path_of(run.run_id)
+    path.write_text("{not json")
+    (store.root / "notes.json").write_text("{}")
+    first = store.read_all()
+    assert first.handles == ()
+    assert set(first.unreadable) == {path, store.root / "notes.json"}
+    assert "not JSON" in first.unreadable[path]
+    settle(store)
+    assert store.read_all().unreadable == first.unreadable
+    store.save(run)
+    mended = store.read_all()
+    assert mended.handles == (run,)
+    assert set(mended.unreadable) == {store.root / "notes.json"}
+
+
+HOSTILE_INDEXES = {
+    "garbage": b"\x00\xff not json",
+    "deep": b"[" * 100_000,
+    "wrong version": json.dumps({"version": 99}).encode(),
+    "column of the wrong type": None,  # made from a real index below
+    "run id not its file's": None,
+    "name leaving the directory": None,
+}
+
+
+@pytest.mark.parametrize("damage", sorted(HOSTILE_INDEXES))
+def test_a_damaged_index_never_changes_what_the_store_lists(store: RunStore, damage: str) -> None:
+    runs = [handle(index) for index in range(3)]
+    for run in runs:
+        store.save(run)
+    settle(store)
+    truth = store.read_all()
+    index_path = store.index_path
+    content = HOSTILE_INDEXES[damage]
+    if content is None:
+        data = json.loads(index_path.read_text())
+        if damage == "column of the wrong type":
+            data["versions"][0] = "2"
+        elif damage == "run id not its file's":
+            data["texts"][0] = runs[2].run_id
+        else:
+            data["names"][0] = "../../escape.json"
+        content = json.dumps(data).encode()
+    index_path.write_bytes(content)
+    settle(store)
+    assert store.read_all() == truth
+
+
+def test_a_fifo_or_a_directory_in_the_index_place_is_read_as_no_index(store: RunStore) -> None:
+    store.save(handle(0))
+    store.index_path.parent.mkdir(parents=True, exist_ok=True)
+    os.mkfifo(store.index_path)
+    settle(store)
+    assert store.read_all().handles == (handle(0),)  # a FIFO is refused, never blocks
+    store.index_path.unlink()
+    store.index_path.mkdir()
+    assert store.read_all().handles == (handle(0),)  # and one that cannot be written is no error
+
+
+def test_a_tampered_entry_is_refused_field_by_field(store: RunStore) -> None:
+    store.save(handle(0))
+    settle(store)
+    store.read_all()
+    data = json.loads(store.index_path.read_text())
+    data["settings"][0] = "[1, 2]"  # settings that are not an object
+    store.index_path.write_text(json.dumps(data))
+    settle(store)
+    assert store.read_all().handles == (handle(0),)
+
+
+def _fields(run: RunHandle) -> dict[str, object]:
+    return {name: getattr(run, name) for name in RunHandle.__dataclass_fields__}
+
+
+def test_listed_version_1_handles_say_where_their_settings_come_from(tmp_path: Path) -> None:
+    from x_tui.compute.store import SettingsOrigin
+
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(
+        '[tool.substrax.compute]\nbackend = "local"\n\n'
+        '[tool.substrax.compute.backends.local]\npython = "/usr/bin/python3"\n'
+    )
+    runs = tmp_path / "state" / "compute" / "runs"
+    store = RunStore(runs)
+    by_x_tui = RunHandle(**{**_fields(handle(0)), "schema_version": 1, "project": str(project)})
+    store.save(by_x_tui)  # its settings go to a side record
+    runs.mkdir(parents=True, exist_ok=True)
+    by_substrax = RunHandle(
+        **{**_fields(handle(1)), "schema_version": 1, "project": str(project), "settings": {}}
+    )
+    substrax_save(store, by_substrax)  # no side record: the project's settings now
+    listed = {run.run_id: run for run in store.read_all().handles}
+    x_tui_run, substrax_run = listed[by_x_tui.run_id], listed[by_substrax.run_id]
+    assert x_tui_run.settings == by_x_tui.settings
+    assert store.settings_origin(x_tui_run) is SettingsOrigin.SIDE_RECORD
+    assert substrax_run.settings == {"python": "/usr/bin/python3"}
+    assert store.settings_origin(substrax_run) is SettingsOrigin.PROJECT
+    store.side_record_of(by_x_tui.run_id).unlink()  # asked again of a handle it did not list
+    assert store.settings_origin(by_x_tui) is SettingsOrigin.PROJECT

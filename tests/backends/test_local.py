@@ -15,21 +15,21 @@ import pytest
 from tests.support import wait_for
 from x_tui.backends import local_process
 from x_tui.backends.local import LocalBackend
-from x_tui.compute import run_processes
 from x_tui.compute.backend import Capability, ComputeBackend, RunState, capabilities_of
-from x_tui.compute.errors import BadRecordError, ConfigError
-from x_tui.compute.manifest import (
+from x_tui.compute.outputs import OutsideOutputsError, UnsafeOutputsError
+from x_tui.compute.registry import load_backend
+from x_tui.compute.store import RunHandle, new_run_id, read_handle
+from x_tui.compute.worker import run_processes
+from x_tui.compute.worker.errors import BadRecordError, ConfigError
+from x_tui.compute.worker.manifest import (
     JobManifest,
     TaskOutcome,
     TaskStatus,
     load_manifest,
     write_manifest,
 )
-from x_tui.compute.outputs import OutsideOutputsError, UnsafeOutputsError
-from x_tui.compute.records import dumps_compact
-from x_tui.compute.registry import load_backend
-from x_tui.compute.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
-from x_tui.compute.store import RunHandle, new_run_id, read_handle
+from x_tui.compute.worker.records import dumps_compact
+from x_tui.compute.worker.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
 from x_tui.testing import BackendContract, wait_for_line, wait_until_final
 
 
@@ -270,8 +270,8 @@ SUBMITTER = """
 import json, sys
 from pathlib import Path
 from x_tui.backends.local import LocalBackend
-from x_tui.compute.records import dumps_pretty
-from x_tui.compute.spec import JobSpec, Task
+from x_tui.compute.worker.records import dumps_pretty
+from x_tui.compute.worker.spec import JobSpec, Task
 
 spec = JobSpec(
     name="detached",

@@ -27,7 +27,7 @@ from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.resources import parse_accelerators
 from x_tui.compute.retries import RetryPolicy
 from x_tui.compute.secrets import SecretsRequest, SecretValues
-from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
+from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
 from x_tui.testing import SCRIPTS, wait_for_line, wait_until_final
 
 from .fake_modal import fixtures as modal_fixtures
@@ -302,7 +302,7 @@ def test_the_real_sdk_accepts_the_image_and_function_a_plan_describes(tmp_path: 
         from x_tui.compute.extensions import JobExtensions, ResourceRequest, CpuRequest
         from x_tui.compute.resources import parse_accelerators
         from x_tui.compute.secrets import SecretsRequest
-        from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
+        from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
 
         backend = ModalBackend({"outputs_volume": "runs", "volumes": {"ds": "datasets"},
                                 "state_dir": sys.argv[2]})

@@ -12,7 +12,7 @@ from x_tui.backends.modal.settings import ModalSettings
 from x_tui.compute.extensions import CpuRequest, ResourceRequest
 from x_tui.compute.prices import MODAL, MODAL_DATE
 from x_tui.compute.resources import ResourceError, parse_accelerators
-from x_tui.compute.spec import JobSpec, Task
+from x_tui.compute.worker.spec import JobSpec, Task
 
 H100 = 0.001097 * 3600
 CPU = 0.0000131 * 3600

@@ -16,10 +16,10 @@ from x_tui.compute.config import (
     resolve_job,
     resolve_request,
 )
-from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError, UserError
-from x_tui.compute.records import RecordError, dumps_compact, read_record
 from x_tui.compute.resources import CpuRequest, ResourceError
-from x_tui.compute.spec import Accelerator, JobSpec, Resources, read_job_spec
+from x_tui.compute.worker.errors import ConfigError, NoComputeTable, UnknownJobError, UserError
+from x_tui.compute.worker.records import RecordError, dumps_compact, read_record
+from x_tui.compute.worker.spec import Accelerator, JobSpec, Resources, read_job_spec
 
 DOCUMENTED = """
 [tool.substrax.compute]

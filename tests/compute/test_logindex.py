@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.logindex import (
     ERROR_QUERY,
     FOLD_LINES,
@@ -18,6 +17,7 @@ from x_tui.compute.logindex import (
     SearchQuery,
 )
 from x_tui.compute.sanitize import MAX_LINE_CHARS
+from x_tui.compute.worker.errors import UserError
 
 
 def write_lines(path: Path, lines: list[str], mode: str = "w") -> None:

@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.worker.errors import UserError
 
 Stamp = tuple[int, int]
 """A file's modification time (ns) and size."""

@@ -24,8 +24,8 @@ Without ``python`` the worker runs on ``<project>/.venv/bin/python`` if it exist
 on ``PATH``, else on the interpreter running x-tui.
 
 Every process a run starts carries the run's marker in its environment (``X_TUI_RUN``, with a
-random nonce kept in ``<run_dir>/process-marker``; see :mod:`x_tui.compute.run_processes`), so
-:meth:`LocalBackend.cancel` finds and stops them all, even after the worker is gone. A run reads
+random nonce kept in ``<run_dir>/process-marker``; see :mod:`x_tui.compute.worker.run_processes`),
+so :meth:`LocalBackend.cancel` finds and stops them all, even after the worker is gone. A run reads
 as running while any of its processes lives: a run whose worker was killed while a task (or
 something a task started) keeps running is running, not failed, until :meth:`LocalBackend.cancel`
 stops what is left or it ends; a cancelled run reads as cancelled once nothing of it runs. A run
@@ -64,19 +64,24 @@ from x_tui.compute.backend import (
     new_run,
     stage_run,
 )
-from x_tui.compute.errors import BadRecordError, ConfigError, ProviderError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.launches import KILL_AT_ENV, TRACE_ENV, LaunchRecord, RunLaunch
 from x_tui.compute.log_pieces import LineSplitter, LogPiece, lines_of
-from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
 from x_tui.compute.outputs import UnsafeOutputsError, copy_outputs, read_output
-from x_tui.compute.records import JsonValue, RecordError
 from x_tui.compute.retries import write_retries_file
-from x_tui.compute.run_processes import MARKER_VARIABLE, new_marker, read_marker, write_marker
 from x_tui.compute.secrets import SecretValues
-from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir
+from x_tui.compute.worker.errors import BadRecordError, ConfigError, ProviderError
+from x_tui.compute.worker.manifest import MANIFEST_NAME, JobManifest, load_manifest
+from x_tui.compute.worker.records import JsonValue, RecordError
+from x_tui.compute.worker.run_processes import (
+    MARKER_VARIABLE,
+    new_marker,
+    read_marker,
+    write_marker,
+)
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 TABLE: Final = "[tool.substrax.compute.backends.local]"

@@ -102,7 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     _tolerant_streams()
     args = build_parser().parse_args(argv)
-    from x_tui.compute.errors import UserError
+    from x_tui.compute.worker.errors import UserError
 
     try:
         if args.verb in (None, "demo"):

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 
 from x_tui.cli.output import print_json, say
 from x_tui.compute.backend import capabilities_of
-from x_tui.compute.errors import UnknownBackendError, UserError
 from x_tui.compute.operations import (
     BackendOffers,
     backend_names,
@@ -22,9 +21,10 @@ from x_tui.compute.operations import (
     locate_project,
     open_project,
 )
-from x_tui.compute.records import JsonValue
 from x_tui.compute.registry import close_name
 from x_tui.compute.sanitize import escaped
+from x_tui.compute.worker.errors import UnknownBackendError, UserError
+from x_tui.compute.worker.records import JsonValue
 
 EXIT_OK = 0
 

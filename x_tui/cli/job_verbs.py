@@ -20,10 +20,10 @@ from x_tui.compute.operations import (
     submit_run,
 )
 from x_tui.compute.outputs import check_destination
-from x_tui.compute.records import dump_record
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.sweep_runs import plan_sweep
 from x_tui.compute.sweeps import SweepAxis, parse_sweep
+from x_tui.compute.worker.records import dump_record
 
 
 def jobs(args: argparse.Namespace) -> int:

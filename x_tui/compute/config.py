@@ -19,11 +19,8 @@ import tomlkit
 import tomlkit.exceptions
 
 from x_tui.compute.dependencies import read_dependencies
-from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError
 from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS, JobExtensions
-from x_tui.compute.log_metrics import compile_patterns
 from x_tui.compute.overlays import OVERLAY_TABLE, merge_overlay
-from x_tui.compute.records import JsonValue, RecordError, dump_record, read_record
 from x_tui.compute.resources import (
     ResourceError,
     ResourceRequest,
@@ -33,7 +30,10 @@ from x_tui.compute.resources import (
 )
 from x_tui.compute.retries import read_retries
 from x_tui.compute.secrets import read_secrets
-from x_tui.compute.spec import (
+from x_tui.compute.worker.errors import ConfigError, NoComputeTable, UnknownJobError
+from x_tui.compute.worker.log_metrics import compile_patterns
+from x_tui.compute.worker.records import JsonValue, RecordError, dump_record, read_record
+from x_tui.compute.worker.spec import (
     Accelerator,
     JaxRuntime,
     JobSpec,
@@ -41,7 +41,7 @@ from x_tui.compute.spec import (
     discover_examples,
     example_tasks,
 )
-from x_tui.compute.telemetry import WatchSettings
+from x_tui.compute.worker.telemetry import WatchSettings
 
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.substrax.compute"

@@ -11,8 +11,8 @@ from collections.abc import Callable, Iterable, Mapping
 from importlib.metadata import EntryPoint, EntryPoints, entry_points
 
 from x_tui.compute.backend import ComputeBackend
-from x_tui.compute.errors import BackendUnavailableError, UnknownBackendError
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.errors import BackendUnavailableError, UnknownBackendError
+from x_tui.compute.worker.records import JsonValue
 
 GROUP = "x_tui.backends"
 """The entry-point group backends register in."""

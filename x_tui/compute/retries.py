@@ -10,7 +10,7 @@ until it succeeds or its attempts run out. The worker does the trying (``--retri
 object ``{"<task>": more attempts}``): :meth:`RetryPolicy.worker_table` is that object and
 :func:`write_retries_file` writes it beside the staged run. Every attempt is recorded in
 ``<outputs>/attempts.json`` and an earlier attempt's logs are kept under
-``<outputs>/attempts/<task>/<n>/`` (see :mod:`x_tui.compute.attempts`); the manifest keeps
+``<outputs>/attempts/<task>/<n>/`` (see :mod:`x_tui.compute.worker.attempts`); the manifest keeps
 substrax's layout.
 
 This module reads and writes the declaration only; it never runs a task.
@@ -24,9 +24,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.errors import ConfigError
-from x_tui.compute.records import JsonValue, write_atomic
-from x_tui.compute.spec import check_name
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import JsonValue, write_atomic
+from x_tui.compute.worker.spec import check_name
 
 KEY = "retries"
 """The job table's key."""
@@ -214,8 +214,8 @@ def parse_attempts(text: str | bytes, *, where: str = ATTEMPTS_NAME) -> tuple[At
     Raises:
         RecordError: If it is not JSON, or not an array of attempts; the message says where.
     """
-    from x_tui.compute.record_files import RECORD_BYTES, parse_json
-    from x_tui.compute.records import RecordError, read_record
+    from x_tui.compute.worker.record_files import RECORD_BYTES, parse_json
+    from x_tui.compute.worker.records import RecordError, read_record
 
     try:
         data = parse_json(text, max_bytes=RECORD_BYTES)

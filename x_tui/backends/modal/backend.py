@@ -40,21 +40,21 @@ from x_tui.backends.modal.request import (
 from x_tui.backends.modal.settings import ModalSettings
 from x_tui.compute import prices
 from x_tui.compute.backend import Capability, RunState, new_run
-from x_tui.compute.errors import (
+from x_tui.compute.estimate import AcceleratorOffer, check_offer
+from x_tui.compute.extensions import JobExtensions, ResourceRequest
+from x_tui.compute.launches import LaunchRecord, RunLaunch
+from x_tui.compute.resources import request_from_resources
+from x_tui.compute.secrets import SecretValues
+from x_tui.compute.store import RunHandle, backend_state_dir, run_id_time
+from x_tui.compute.worker.errors import (
     BackendUnavailableError,
     BadRecordError,
     ProviderError,
     UserError,
 )
-from x_tui.compute.estimate import AcceleratorOffer, check_offer
-from x_tui.compute.extensions import JobExtensions, ResourceRequest
-from x_tui.compute.launches import LaunchRecord, RunLaunch
-from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
-from x_tui.compute.records import JsonValue, RecordError, dumps_compact
-from x_tui.compute.resources import request_from_resources
-from x_tui.compute.secrets import SecretValues
-from x_tui.compute.spec import JobSpec
-from x_tui.compute.store import RunHandle, backend_state_dir, run_id_time
+from x_tui.compute.worker.manifest import MANIFEST_NAME, parse_manifest
+from x_tui.compute.worker.records import JsonValue, RecordError, dumps_compact
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.compute.worker_bundle import WORKER_NAME, worker_digest, worker_zipapp_bytes
 
 NAME: Final = "modal"

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import TypeVar
 
 from x_tui.compute import deadline
-from x_tui.compute.errors import ProviderError
+from x_tui.compute.worker.errors import ProviderError
 
 T = TypeVar("T")
 

@@ -19,8 +19,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from x_tui.backends.modal.deadline import iterate_with_deadline
-from x_tui.compute.errors import ProviderError
 from x_tui.compute.outputs import READ_LIMIT, OutputTooLargeError
+from x_tui.compute.worker.errors import ProviderError
 
 
 def relative_path(path: str) -> PurePosixPath:

@@ -16,7 +16,7 @@ from typing import Any, Final
 
 from x_tui.backends.modal.credentials import SETUP
 from x_tui.backends.modal.request import ModalRequest, VolumeMount
-from x_tui.compute.errors import BackendUnavailableError, ProviderError, UserError
+from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError, UserError
 
 INSTALL_HINT: Final = (
     "the modal backend needs Modal; install it with uv add 'x-tui[modal]'"

@@ -34,14 +34,14 @@ from x_tui.backends.skypilot.task import REMOTE_RUNS, cluster_name
 from x_tui.backends.skypilot.tools import one_line, run_tool
 from x_tui.backends.skypilot.transports import relative_output, state_of_manifest
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.extensions import ResourceRequest
-from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.outputs import OutputTooLargeError, read_output
-from x_tui.compute.record_files import RECORD_BYTES, read_json_file
-from x_tui.compute.records import JsonValue, write_atomic
-from x_tui.compute.spec import JobSpec, MountAccess
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.errors import ConfigError, ProviderError, UserError
+from x_tui.compute.worker.manifest import MANIFEST_NAME
+from x_tui.compute.worker.record_files import RECORD_BYTES, read_json_file
+from x_tui.compute.worker.records import JsonValue, write_atomic
+from x_tui.compute.worker.spec import JobSpec, MountAccess
 
 FETCHED: Final = "fetched.json"
 """Beside a run's task file: where its last verified copy is."""

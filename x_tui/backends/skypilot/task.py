@@ -23,9 +23,9 @@ from x_tui.backends.skypilot.settings import SkyPilotSettings
 from x_tui.compute.backend import SPEC_NAME
 from x_tui.compute.dependencies import Dependencies
 from x_tui.compute.extensions import AcceleratorChoice, JobExtensions, ResourceRequest
-from x_tui.compute.records import JsonValue
 from x_tui.compute.retries import RETRIES_NAME
-from x_tui.compute.spec import JobSpec
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.compute.worker_bundle import WORKER_NAME
 
 TASK_NAME: Final = "task.yaml"

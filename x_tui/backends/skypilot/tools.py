@@ -1,9 +1,9 @@
 """Running the command-line tools the transports use (``aws``, ``gcloud``, ``ssh``, ``rsync``).
 
 Every tool runs without a shell, with its output captured and a deadline. A tool that is not
-installed is a :class:`~x_tui.compute.errors.BackendUnavailableError` saying how to get it; one
-that fails is a :class:`~x_tui.compute.errors.ProviderError` holding the command and the end of
-its standard error, on one line.
+installed is a :class:`~x_tui.compute.worker.errors.BackendUnavailableError` saying how to get it;
+one that fails is a :class:`~x_tui.compute.worker.errors.ProviderError` holding the command and the
+end of its standard error, on one line.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from x_tui.compute.errors import BackendUnavailableError, ProviderError
+from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
 
 TOOL_SECONDS: Final = 3600.0
 """How long one tool may run (a large fetch is one rsync or one bucket sync)."""

@@ -5,7 +5,7 @@ A child is started as the leader of a new process group with its stdout and stde
 child's limit runs out, when the worker is asked to stop (:class:`Cancellation`), or when the
 child itself exits, so no grandchild outlives its task or holds the worker on an open pipe.
 Once the child has exited, what left the group (``setsid``) is ended too, where the worker is
-the child subreaper of all it starts (:func:`x_tui.compute.run_processes.end_strays`).
+the child subreaper of all it starts (:func:`x_tui.compute.worker.run_processes.end_strays`).
 
 Standard library only, for Python 3.10 and later: it ships inside the worker zipapp. It never
 decides what a child's outcome means for a task or a job; it only reports how the child ended.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from x_tui.compute.run_processes import end_strays, wait_group_gone
+from x_tui.compute.worker.run_processes import end_strays, wait_group_gone
 
 TERM_GRACE_SECONDS = 3.0
 """How long a task may take to end after the worker forwards SIGTERM, before SIGKILL."""

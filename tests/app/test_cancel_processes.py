@@ -8,7 +8,7 @@ import pytest
 
 from tests.support import wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
-from x_tui.backends import local_process
+from x_tui.backends.local import process as local_process
 from x_tui.compute.backend import RunState
 from x_tui.compute.worker import run_processes
 

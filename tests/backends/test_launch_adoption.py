@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.task import cluster_name
 from x_tui.compute.launches import LaunchRecord
 from x_tui.compute.store import RunHandle

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import wait_for
-from x_tui.backends import local_process
-from x_tui.backends.local import LocalBackend
+from x_tui.backends.local import process as local_process
+from x_tui.backends.local.backend import LocalBackend
 from x_tui.compute.backend import Capability, ComputeBackend, RunState, capabilities_of
 from x_tui.compute.outputs import OutsideOutputsError, UnsafeOutputsError
 from x_tui.compute.registry import load_backend
@@ -30,7 +30,7 @@ from x_tui.compute.worker.manifest import (
 )
 from x_tui.compute.worker.records import dumps_compact
 from x_tui.compute.worker.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
-from x_tui.testing import BackendContract, wait_for_line, wait_until_final
+from x_tui.testing.contract import BackendContract, wait_for_line, wait_until_final
 
 
 def local_backend(state_dir: Path, *, grace: float = 5.0) -> LocalBackend:
@@ -269,7 +269,7 @@ def test_without_proc_the_worker_is_recognised_and_cancelled_through_ps(
 SUBMITTER = """
 import json, sys
 from pathlib import Path
-from x_tui.backends.local import LocalBackend
+from x_tui.backends.local.backend import LocalBackend
 from x_tui.compute.worker.records import dumps_pretty
 from x_tui.compute.worker.spec import JobSpec, Task
 
@@ -508,7 +508,10 @@ def test_a_handle_without_a_pid_is_named(tmp_path: Path) -> None:
 
 
 def test_importing_the_contract_imports_no_textual() -> None:
-    program = "import sys, x_tui.testing; print(any(m.startswith('textual') for m in sys.modules))"
+    program = (
+        "import sys, x_tui.testing.contract; "
+        "print(any(m.startswith('textual') for m in sys.modules))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.compute.backend import RunState
 from x_tui.compute.dependencies import Dependencies
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
@@ -28,7 +28,7 @@ from x_tui.compute.resources import parse_accelerators
 from x_tui.compute.retries import RetryPolicy
 from x_tui.compute.secrets import SecretsRequest, SecretValues
 from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
-from x_tui.testing import SCRIPTS, wait_for_line, wait_until_final
+from x_tui.testing.contract import SCRIPTS, wait_for_line, wait_until_final
 
 from .fake_modal import fixtures as modal_fixtures
 from .fake_modal.harness import FAKE_DIR, FakeModal, make_project

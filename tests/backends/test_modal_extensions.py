@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.cli.plan_text import plan_json
 from x_tui.compute.backend import RunState
 from x_tui.compute.extensions import ResourceRequest
@@ -25,7 +25,7 @@ from x_tui.compute.retries import ATTEMPTS_NAME, parse_attempts
 from x_tui.compute.store import RunStore
 from x_tui.compute.worker.errors import ProviderError
 from x_tui.compute.worker.spec import JobSpec, Task
-from x_tui.testing import wait_until_final
+from x_tui.testing.contract import wait_until_final
 
 from .fake_modal import fixtures as modal_fixtures
 from .fake_modal.harness import PYPROJECT, FakeModal

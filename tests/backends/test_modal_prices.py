@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.backends.modal.request import build_request
 from x_tui.backends.modal.settings import ModalSettings
 from x_tui.compute.extensions import CpuRequest, ResourceRequest

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.bridge import Bridge, find_interpreter
 from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
 from x_tui.compute.worker.spec import JobSpec, Task

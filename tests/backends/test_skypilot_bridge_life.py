@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.bridge import Bridge, bridge_pids, close_bridges
 from x_tui.compute.backend import RunState
 from x_tui.compute.worker.errors import ProviderError

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.catalog import accelerator_kinds
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.resources import ResourceError, parse_accelerators

@@ -21,7 +21,8 @@ from typing import Any
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend, sky_sdk
+from x_tui.backends.skypilot import sky_sdk
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone, bridge_pids, close_bridges
 from x_tui.backends.skypilot.catalog import read_offers
 from x_tui.backends.skypilot.reconcile import JOB_STATES

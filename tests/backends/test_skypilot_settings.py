@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend, SkyPilotSettings
+from x_tui.backends.skypilot.backend import SkyPilotBackend
+from x_tui.backends.skypilot.settings import SkyPilotSettings
 from x_tui.compute.worker.errors import ConfigError, UserError
 from x_tui.compute.worker.records import JsonValue
 

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.task import cluster_name
 from x_tui.compute.backend import Capability, capabilities_of
 from x_tui.compute.dependencies import Dependencies

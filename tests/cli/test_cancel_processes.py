@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.support import wait_for
-from x_tui.backends import local_process
+from x_tui.backends.local import process as local_process
 from x_tui.cli import main
 from x_tui.compute.worker import run_processes
 

@@ -16,7 +16,8 @@ from x_tui.compute.config import (
     resolve_job,
     resolve_request,
 )
-from x_tui.compute.resources import CpuRequest, ResourceError
+from x_tui.compute.extensions import CpuRequest
+from x_tui.compute.resources import ResourceError
 from x_tui.compute.worker.errors import ConfigError, NoComputeTable, UnknownJobError, UserError
 from x_tui.compute.worker.records import RecordError, dumps_compact, read_record
 from x_tui.compute.worker.spec import Accelerator, JobSpec, Resources, read_job_spec

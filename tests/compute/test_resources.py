@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from x_tui.compute.resources import (
-    KINDS,
+from x_tui.compute.extensions import (
     AcceleratorChoice,
     AcceleratorRequest,
     CpuRequest,
-    ResourceError,
     ResourceRequest,
+)
+from x_tui.compute.resources import (
+    KINDS,
+    ResourceError,
     canonical_kind,
     check_placement,
     parse_accelerator,

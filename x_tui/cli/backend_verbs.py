@@ -14,13 +14,8 @@ from collections.abc import Mapping
 
 from x_tui.cli.output import print_json, say
 from x_tui.compute.backend import capabilities_of
-from x_tui.compute.operations import (
-    BackendOffers,
-    backend_names,
-    backend_offers,
-    locate_project,
-    open_project,
-)
+from x_tui.compute.offers import BackendOffers, backend_names, backend_offers
+from x_tui.compute.operations import locate_project, open_project
 from x_tui.compute.registry import close_name
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.worker.errors import UnknownBackendError, UserError

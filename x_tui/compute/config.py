@@ -19,11 +19,10 @@ import tomlkit
 import tomlkit.exceptions
 
 from x_tui.compute.dependencies import read_dependencies
-from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS, JobExtensions
+from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS, JobExtensions, ResourceRequest
 from x_tui.compute.overlays import OVERLAY_TABLE, merge_overlay
 from x_tui.compute.resources import (
     ResourceError,
-    ResourceRequest,
     parse_accelerators,
     parse_duration,
     read_resources_table,

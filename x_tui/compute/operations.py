@@ -34,9 +34,6 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from x_tui.compute.extensions import JobExtensions
 from x_tui.compute.handle_versions import HandleChoice, choose_handle_version
 from x_tui.compute.offers import (
-    BackendOffers,
-    backend_names,
-    backend_offers,
     check_backend_offer,
     estimate_for,
 )
@@ -52,11 +49,6 @@ if TYPE_CHECKING:
     from x_tui.compute.extensions import ResourceRequest
     from x_tui.compute.launches import LaunchBook, LaunchRecord, RunLaunch, StoredLaunches
 
-__all__ = [
-    "BackendOffers", "JobList", "Project", "RunPlan", "backend_for", "backend_names",
-    "backend_offers", "fetch_root", "list_jobs", "locate_project", "open_project", "plan_run",
-    "read_launches", "submit_run",
-]  # fmt: skip
 
 PYPROJECT = "pyproject.toml"
 

@@ -32,14 +32,6 @@ from x_tui.compute.worker.errors import ConfigError
 from x_tui.compute.worker.records import JsonValue, RecordError, read_record
 from x_tui.compute.worker.spec import Accelerator, Resources
 
-__all__ = [
-    "ACCELERATOR_FORMS", "CPU_FORMS", "DURATION_FORMS", "GPUS_PER_NODE", "GPU_KINDS", "KINDS",
-    "MEMORY_FORMS", "MEMORY_KEYS", "RESOURCE_KEYS", "TPU_KINDS", "AcceleratorChoice",
-    "AcceleratorRequest", "CpuRequest", "ResourceError", "ResourceRequest", "canonical_kind",
-    "check_placement", "parse_accelerator", "parse_accelerators", "parse_cpu", "parse_duration",
-    "parse_memory", "read_resources_table", "request_from_resources",
-]  # fmt: skip
-
 GPUS_PER_NODE = 8
 """One node's worth of GPUs: a larger count spans ``ceil(count / 8)`` nodes."""
 

@@ -1,8 +1,8 @@
 """The modal backend: runs a job on Modal (https://modal.com); needs ``x-tui[modal]``.
 
-Registered as ``modal`` (``x_tui.backends.modal:ModalBackend``). Choosing it imports no ``modal``:
-that happens only when a run is submitted or followed, so ``x-tui plan --backend modal`` works
-without an account, and without the extra the backend says how to install it.
+Registered as ``modal`` (``x_tui.backends.modal.backend:ModalBackend``). Choosing it imports no
+``modal``: that happens only when a run is submitted or followed, so ``x-tui plan --backend modal``
+works without an account, and without the extra the backend says how to install it.
 
 Settings, from ``[tool.substrax.compute.backends.modal]``:
 
@@ -21,10 +21,3 @@ Modules: :mod:`.settings` (the table), :mod:`.credentials` (a token, found witho
 import of ``modal``), :mod:`.deadline`, :mod:`.logs` (``modal app logs``), :mod:`.outputs`
 (reading the outputs Volume), :mod:`.backend` (``ModalBackend``).
 """
-
-from __future__ import annotations
-
-from x_tui.backends.modal.backend import ModalBackend
-from x_tui.backends.modal.settings import ModalSettings
-
-__all__ = ["ModalBackend", "ModalSettings"]

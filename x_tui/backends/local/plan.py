@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from x_tui.backends import local_machine
+from x_tui.backends.local import machine as local_machine
 from x_tui.compute.backend import SPEC_NAME
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.plan_warnings import WARNING_KEY

@@ -16,7 +16,7 @@ A process is only ever taken for one of a run's, and signalled, on proof:
 Linux answers from ``/proc``; elsewhere ``ps`` does, and only the worker's pid and its process
 group can be found.
 
-This module never reads or writes a run's files; ``local.py`` does.
+This module never reads or writes a run's files; :mod:`.backend` does.
 """
 
 from __future__ import annotations

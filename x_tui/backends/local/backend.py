@@ -34,7 +34,7 @@ what is still below it) is found. A process that clears its environment and leav
 tree cannot be tied to the run once the worker is gone.
 
 What this module must never do: follow a symbolic link out of a run's outputs, or signal a process
-it has not proven to be the run's (see :mod:`x_tui.backends.local_process`).
+it has not proven to be the run's (see :mod:`x_tui.backends.local.process`).
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from x_tui.backends import local_machine, local_process
-from x_tui.backends.local_plan import (
+from x_tui.backends.local import machine as local_machine
+from x_tui.backends.local import process as local_process
+from x_tui.backends.local.plan import (
     NAME,
     OUTPUTS,
     default_interpreter,
@@ -476,7 +477,7 @@ class LocalBackend:
     ) -> dict[str, JsonValue]:
         """What :meth:`submit` would run, and what this machine has.
 
-        See :func:`x_tui.backends.local_plan.describe_plan` for every key.
+        See :func:`x_tui.backends.local.plan.describe_plan` for every key.
 
         Raises:
             ConfigError: If the job asks for provider secrets (``secrets.platform``).

@@ -18,6 +18,6 @@ Modules: :mod:`.settings` (the table), :mod:`.credentials` (a token, found witho
 :mod:`.request` (the image layers, function options and Volumes, made without Modal),
 :mod:`.ignore` (the project files the image leaves out),
 :mod:`.container` (the function run in the container, pickled by value), :mod:`.sdk` (the only
-import of ``modal``), :mod:`.deadline`, :mod:`.logs` (``modal app logs``), :mod:`.outputs`
+import of ``modal``, and its errors), :mod:`.logs` (``modal app logs``), :mod:`.outputs`
 (reading the outputs Volume), :mod:`.backend` (``ModalBackend``).
 """

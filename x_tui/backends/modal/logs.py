@@ -19,8 +19,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Final
 
-from x_tui.backends.modal.deadline import unanswered
-from x_tui.backends.modal.sdk import one_line
+from x_tui.backends.modal.sdk import unanswered
+from x_tui.compute.sanitize import one_line
 from x_tui.compute.worker.errors import ProviderError
 
 MAX_RANGE: Final = dt.timedelta(days=34)

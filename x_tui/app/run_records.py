@@ -73,7 +73,7 @@ def listing(runs_dir: Path) -> list[Path]:
     return [runs_dir / name for name in names]
 
 
-def read_record(store: RunStore, path: Path, stamp: Stamp) -> Record:
+def read_handle_record(store: RunStore, path: Path, stamp: Stamp) -> Record:
     """Read one handle file of ``store``.
 
     Args:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from x_tui.cli.check_verb import blocked_text, project_of, substrax_blocked
+from x_tui.cli.check_verb import blocked_text, substrax_blocked
 from x_tui.cli.describe import job_lines, job_summary
 from x_tui.cli.output import complain, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
+from x_tui.cli.project_arg import project_of
 from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, follow_logs
 from x_tui.compute.launches import fault_point
 from x_tui.compute.operations import (

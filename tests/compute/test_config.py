@@ -11,7 +11,6 @@ import pytest
 
 from x_tui.compute.config import (
     ResolvedJob,
-    parse_accelerator,
     read_compute_config,
     resolve_job,
     resolve_request,
@@ -239,20 +238,6 @@ def test_a_bad_job_does_not_break_the_others(tmp_path: Path) -> None:
     assert resolve(root, "good").spec.name == "good"
     with pytest.raises(ConfigError):
         resolve(root, "bad")
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("L4", Accelerator(kind="L4")), ("H100:8", Accelerator(kind="H100", count=8))],
-)
-def test_substrax_accelerator_grammar_reads(text: str, expected: Accelerator) -> None:
-    assert parse_accelerator(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", "L4:", "L4:two", ":2", "L4:0"])
-def test_substrax_accelerator_grammar_refuses(text: str) -> None:
-    with pytest.raises(ConfigError, match="is not KIND or KIND:COUNT, such as 'L4' or 'H100:8'"):
-        parse_accelerator(text)
 
 
 SUBSTRAX_RESOURCES = [

@@ -17,9 +17,8 @@ from x_tui.cli.project_arg import project_root
 from x_tui.compute.backend import capabilities_of
 from x_tui.compute.offers import BackendOffers, backend_names, backend_offers
 from x_tui.compute.operations import open_project
-from x_tui.compute.registry import close_name
 from x_tui.compute.sanitize import escaped
-from x_tui.compute.worker.errors import UnknownBackendError, UserError
+from x_tui.compute.worker.errors import UnknownBackendError, UserError, close_name
 from x_tui.compute.worker.records import JsonValue
 
 EXIT_OK = 0

@@ -18,13 +18,12 @@ This module reads and writes the declaration only; it never runs a task.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.errors import ConfigError, did_you_mean
 from x_tui.compute.worker.records import JsonValue, write_atomic
 from x_tui.compute.worker.spec import check_name
 
@@ -39,13 +38,6 @@ MAX_RETRIES = 100
 
 _TABLE_KEYS = ("default", "tasks")
 _FORMS = "a count such as 2, or a table such as { default = 1, tasks = { train = 3 } }"
-
-
-def did_you_mean(key: str, accepted: Sequence[str]) -> str:
-    """``"; did you mean 'x'? (accepted: ...)"`` for a refused key or name."""
-    close = difflib.get_close_matches(key, list(accepted), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{hint} (accepted: {', '.join(accepted) or 'none'})"
 
 
 def _check_count(where: str, count: object) -> int:

@@ -145,7 +145,7 @@ def start_child(
         OSError: If the command cannot be started (not found, not executable, bad ``cwd``).
         subprocess.SubprocessError: If the child failed before running the command.
     """
-    if sys.version_info >= (3, 11):  # noqa: UP036 - the worker runs on Python 3.10 too
+    if sys.version_info >= (3, 11):
         group: dict[str, Any] = {"process_group": 0}
     else:  # pragma: no cover - Python 3.10 has no process_group
         group = {"preexec_fn": os.setpgrp}

@@ -4,7 +4,8 @@ The worker (:mod:`x_tui.compute.worker.main`) runs each job's tasks on the machi
 provisioned, inside the user's project environment, where x-tui is not installed.
 :mod:`x_tui.compute.worker_bundle` ships this whole subpackage, and nothing else of x-tui, as one
 zipapp, so every module here imports only the standard library and its siblings (an import-linter
-contract in ``pyproject.toml`` keeps it so). The records these modules define (the spec, the
-manifest, the run handle's record helpers, the errors) are substrax's on-disk formats; the rest of
-x-tui imports them from here.
+contract in ``pyproject.toml`` keeps it so). What the worker reads and writes is defined here too,
+and the rest of x-tui imports it from here: the record codec (``records``), the bounded record
+reader (``record_files``), substrax's spec and manifest (``spec``, ``manifest``) and the errors a
+user can fix (``errors``).
 """

@@ -296,7 +296,8 @@ def test_the_real_sdk_accepts_the_image_and_function_a_plan_describes(tmp_path: 
         import sys
         from pathlib import Path
         import modal
-        from x_tui.backends.modal import ModalBackend, sdk
+        from x_tui.backends.modal import sdk
+        from x_tui.backends.modal.backend import ModalBackend
         from x_tui.backends.modal.container import container_function
         from x_tui.compute.dependencies import Dependencies
         from x_tui.compute.extensions import JobExtensions, ResourceRequest, CpuRequest

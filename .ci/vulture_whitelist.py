@@ -11,7 +11,7 @@ _.virtual_size  # textual ScrollView attribute (_log_lines.py)
 _.control  # textual Message.control, read by @on(..., selector) (log_view.py)
 _.compress_type  # zipfile.ZipInfo attribute (worker_bundle.py)
 _.writable  # io.RawIOBase method (sky_sdk.py)
-exc_info  # a context manager's __exit__ parameter (logindex_follow.py)
+exc_info  # a context manager's __exit__ parameter (logindex.py)
 
 # Public API for backends outside x-tui.
 BackendFactory  # compute/backend.py: the type a third-party backend's entry point has

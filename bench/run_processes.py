@@ -22,7 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 
-from x_tui.compute import run_processes
+from x_tui.compute.worker import run_processes
 
 
 def _median_seconds(action: Callable[[], object], rounds: int) -> float:

@@ -227,7 +227,7 @@ def measure_tui(argv: list[str], env: dict[str, str], *, warmup: float, seconds:
 
 def pending_store(scratch: Path, link: Path, fake_python: Path, runs: int) -> Path:
     """A project dir, and ``runs`` SkyPilot handles whose launches the fake holds pending."""
-    from x_tui.backends.skypilot import SkyPilotBackend
+    from x_tui.backends.skypilot.backend import SkyPilotBackend
     from x_tui.backends.skypilot.task import cluster_name
     from x_tui.compute.store import RunHandle, RunStore, new_run_id
 

@@ -97,8 +97,8 @@ def _mark(marker: Path, what: str) -> None:
 
 def make_store(state: Path, count: int) -> None:
     """Write ``count`` finished local runs into the store under ``state`` (and their states)."""
-    from x_tui.compute.records import dumps_pretty
     from x_tui.compute.store import RunHandle
+    from x_tui.compute.worker.records import dumps_pretty
 
     runs = state / "compute" / "runs"
     runs.mkdir(parents=True, exist_ok=True)

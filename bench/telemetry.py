@@ -26,15 +26,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from x_tui.compute.line_assembly import LineAssembler, Piece
-from x_tui.compute.log_metrics import MetricsExtractor
-from x_tui.compute.telemetry import (
+from x_tui.compute.telemetry_read import read_telemetry
+from x_tui.compute.worker.line_assembly import LineAssembler, Piece
+from x_tui.compute.worker.log_metrics import MetricsExtractor
+from x_tui.compute.worker.telemetry import (
     DEFAULT_SECONDS,
     TELEMETRY_NAME,
     TelemetryFile,
     TelemetrySampler,
 )
-from x_tui.compute.telemetry_read import read_telemetry
 
 FAKE_GPUS = Path(__file__).resolve().parent.parent / "tests" / "fake_gpus"
 CPU_TARGET = 0.01

@@ -29,10 +29,10 @@ import tempfile
 import time
 from pathlib import Path
 
-from x_tui.compute.echo import CombinedLog
-from x_tui.compute.line_assembly import LineAssembler
-from x_tui.compute.records import dumps_compact
-from x_tui.compute.spec import JobSpec, Task
+from x_tui.compute.worker.echo import CombinedLog
+from x_tui.compute.worker.line_assembly import LineAssembler
+from x_tui.compute.worker.records import dumps_compact
+from x_tui.compute.worker.spec import JobSpec, Task
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 TASK = """\

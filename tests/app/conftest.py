@@ -27,8 +27,8 @@ from x_tui.app.run_follower import PollIntervals
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings
 from x_tui.compute.backend import RunState
-from x_tui.compute.records import dumps_pretty
 from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.worker.records import dumps_pretty
 
 P = ParamSpec("P")
 

@@ -18,10 +18,16 @@ from textual.app import App
 
 from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME
-from x_tui.compute.manifest import JobManifest, RunDevices, TaskOutcome, TaskStatus, write_manifest
-from x_tui.compute.records import dumps_compact, dumps_pretty
-from x_tui.compute.spec import Accelerator, JobSpec, Resources, Task
 from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.worker.manifest import (
+    JobManifest,
+    RunDevices,
+    TaskOutcome,
+    TaskStatus,
+    write_manifest,
+)
+from x_tui.compute.worker.records import dumps_compact, dumps_pretty
+from x_tui.compute.worker.spec import Accelerator, JobSpec, Resources, Task
 
 from .conftest import QUICK_JOB, pyproject_text
 

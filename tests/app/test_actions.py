@@ -15,10 +15,10 @@ from x_tui.app.help_screen import HelpScreen
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.backend import SPEC_NAME, RunState
-from x_tui.compute.manifest import TaskStatus
-from x_tui.compute.spec import Accelerator
 from x_tui.compute.store import RunStore
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
+from x_tui.compute.worker.manifest import TaskStatus
+from x_tui.compute.worker.spec import Accelerator
 
 from .conftest import asynchronous, make_app, screen_text
 from .screens_support import (

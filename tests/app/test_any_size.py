@@ -15,9 +15,9 @@ from x_tui.app import run_header
 from x_tui.app.fallback_screens import MIN_HEIGHT, MIN_WIDTH, FailureScreen, TooSmallScreen
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.run_screen import RunScreen
-from x_tui.compute.manifest import TaskStatus
-from x_tui.compute.records import dumps_pretty
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.manifest import TaskStatus
+from x_tui.compute.worker.records import dumps_pretty
 
 from .conftest import asynchronous, make_app, screen_text
 from .screens_support import NOW, finished_run

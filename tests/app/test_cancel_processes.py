@@ -8,9 +8,9 @@ import pytest
 
 from tests.support import wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
-from x_tui.backends import local_process
-from x_tui.compute import run_processes
+from x_tui.backends.local import process as local_process
 from x_tui.compute.backend import RunState
+from x_tui.compute.worker import run_processes
 
 from .conftest import asynchronous, make_app
 from .screens_support import leftovers, notices, submitted, write_project

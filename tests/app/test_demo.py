@@ -11,8 +11,8 @@ import pytest
 from tests.support import DEADLINE
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
-from x_tui.compute.manifest import MANIFEST_NAME, TaskStatus, load_manifest
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.manifest import MANIFEST_NAME, TaskStatus, load_manifest
 from x_tui.demo import prepare_demo_project
 
 

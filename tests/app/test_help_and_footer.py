@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.support import wait_until
 from x_tui.app.help_screen import GENERIC_TITLE, HelpScreen
 from x_tui.app.run_screen import RunScreen
-from x_tui.compute.manifest import TaskStatus
+from x_tui.compute.worker.manifest import TaskStatus
 
 from .conftest import asynchronous, make_app, screen_text
 from .screens_support import NOW, finished_run

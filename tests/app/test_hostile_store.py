@@ -16,8 +16,8 @@ from pathlib import Path
 from tests.support import DEADLINE, wait_until
 from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.service import Service
-from x_tui.compute.manifest import MANIFEST_NAME
-from x_tui.compute.worker import ATTEMPTS_NAME
+from x_tui.compute.worker.attempts import ATTEMPTS_NAME
+from x_tui.compute.worker.manifest import MANIFEST_NAME
 from x_tui.testing.hostile_store import build_hostile_store
 
 from .conftest import asynchronous, make_app

@@ -11,8 +11,8 @@ from typing import Any, cast
 
 from x_tui.app.log_spool import LogSpools
 from x_tui.compute.backend import ComputeBackend
-from x_tui.compute.log_times import LogTimes, times_path
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.log_times import LogTimes, times_path
 
 
 class SlowLogs:

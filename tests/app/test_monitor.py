@@ -19,8 +19,8 @@ from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunS
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.service import Service, call_with_deadline
 from x_tui.compute.backend import Capability, RunState
-from x_tui.compute.errors import ProviderError
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.errors import ProviderError
 
 from .conftest import QUICK_JOB, pyproject_text, save_handle
 

@@ -12,8 +12,8 @@ from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.backend import RunState
-from x_tui.compute.manifest import RunDevices, TaskStatus
-from x_tui.compute.spec import Accelerator
+from x_tui.compute.worker.manifest import RunDevices, TaskStatus
+from x_tui.compute.worker.spec import Accelerator
 from x_tui.widgets.devices_view import compare_devices, kind_matches
 
 from .conftest import asynchronous, make_app, screen_text

@@ -11,7 +11,7 @@ import pytest
 from tests.support import wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.compute.backend import RunState
-from x_tui.compute.manifest import TaskStatus
+from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.runs_table import RunsTable
 
 from .conftest import asynchronous, keep_final_states, make_app, save_handle

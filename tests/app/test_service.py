@@ -17,9 +17,9 @@ import pytest
 from tests.support import DEADLINE, wait_for
 from x_tui.app.service import Deadlines, Service
 from x_tui.compute.backend import ComputeBackend, RunState
-from x_tui.compute.errors import BackendUnavailableError, ProviderError
-from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
+from x_tui.compute.worker.spec import JobSpec
 
 RUN_ID = "remote-20260919T120000Z-0f0f0f"
 

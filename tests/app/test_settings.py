@@ -15,8 +15,8 @@ from x_tui.app.settings import (
     apply_low_bandwidth_environment,
     load_settings,
 )
-from x_tui.compute.manifest import TaskStatus
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.log_view import LogView
 
 from .conftest import asynchronous, make_app, screen_text

@@ -21,10 +21,10 @@ from tests.support import exclusive, wait_until
 from x_tui.app.help_screen import HelpScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
-from x_tui.backends import local_machine
-from x_tui.compute.manifest import RunDevices, TaskStatus
+from x_tui.backends.local import machine as local_machine
 from x_tui.compute.operations import open_project
-from x_tui.compute.spec import Accelerator
+from x_tui.compute.worker.manifest import RunDevices, TaskStatus
+from x_tui.compute.worker.spec import Accelerator
 
 from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run

@@ -10,7 +10,7 @@ import pytest
 from tests.support import wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
-from x_tui.backends import local_machine
+from x_tui.backends.local import machine as local_machine
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 

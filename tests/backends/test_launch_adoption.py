@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.task import cluster_name
 from x_tui.compute.launches import LaunchRecord
-from x_tui.compute.records import JsonValue
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.records import JsonValue
 
 from .fake_modal.harness import FakeModal, install_fake_modal
 

@@ -13,24 +13,24 @@ from pathlib import Path
 import pytest
 
 from tests.support import wait_for
-from x_tui.backends import local_process
-from x_tui.backends.local import LocalBackend
-from x_tui.compute import run_processes
+from x_tui.backends.local import process as local_process
+from x_tui.backends.local.backend import LocalBackend
 from x_tui.compute.backend import Capability, ComputeBackend, RunState, capabilities_of
-from x_tui.compute.errors import BadRecordError, ConfigError
-from x_tui.compute.manifest import (
+from x_tui.compute.outputs import OutsideOutputsError, UnsafeOutputsError
+from x_tui.compute.registry import load_backend
+from x_tui.compute.store import RunHandle, new_run_id, read_handle
+from x_tui.compute.worker import run_processes
+from x_tui.compute.worker.errors import BadRecordError, ConfigError
+from x_tui.compute.worker.manifest import (
     JobManifest,
     TaskOutcome,
     TaskStatus,
     load_manifest,
     write_manifest,
 )
-from x_tui.compute.outputs import OutsideOutputsError, UnsafeOutputsError
-from x_tui.compute.records import dumps_compact
-from x_tui.compute.registry import load_backend
-from x_tui.compute.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
-from x_tui.compute.store import RunHandle, new_run_id, read_handle
-from x_tui.testing import BackendContract, wait_for_line, wait_until_final
+from x_tui.compute.worker.records import dumps_compact
+from x_tui.compute.worker.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
+from x_tui.testing.contract import BackendContract, wait_for_line, wait_until_final
 
 
 def local_backend(state_dir: Path, *, grace: float = 5.0) -> LocalBackend:
@@ -269,9 +269,9 @@ def test_without_proc_the_worker_is_recognised_and_cancelled_through_ps(
 SUBMITTER = """
 import json, sys
 from pathlib import Path
-from x_tui.backends.local import LocalBackend
-from x_tui.compute.records import dumps_pretty
-from x_tui.compute.spec import JobSpec, Task
+from x_tui.backends.local.backend import LocalBackend
+from x_tui.compute.worker.records import dumps_pretty
+from x_tui.compute.worker.spec import JobSpec, Task
 
 spec = JobSpec(
     name="detached",
@@ -508,7 +508,10 @@ def test_a_handle_without_a_pid_is_named(tmp_path: Path) -> None:
 
 
 def test_importing_the_contract_imports_no_textual() -> None:
-    program = "import sys, x_tui.testing; print(any(m.startswith('textual') for m in sys.modules))"
+    program = (
+        "import sys, x_tui.testing.contract; "
+        "print(any(m.startswith('textual') for m in sys.modules))"
+    )
     result = subprocess.run(
         [sys.executable, "-c", program], capture_output=True, text=True, check=True
     )

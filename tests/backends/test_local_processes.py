@@ -20,13 +20,13 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends import local_process
-from x_tui.backends.local import LocalBackend
-from x_tui.compute import run_processes
+from x_tui.backends.local import process as local_process
+from x_tui.backends.local.backend import LocalBackend
 from x_tui.compute.backend import RunState
-from x_tui.compute.spec import JobSpec, Task
 from x_tui.compute.store import RunHandle, new_run_id
-from x_tui.testing import wait_for_line, wait_until_final
+from x_tui.compute.worker import run_processes
+from x_tui.compute.worker.spec import JobSpec, Task
+from x_tui.testing.contract import wait_for_line, wait_until_final
 
 pytestmark = pytest.mark.skipif(
     not run_processes.has_proc(), reason="finding a run's processes needs /proc"

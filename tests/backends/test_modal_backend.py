@@ -12,16 +12,16 @@ from typing import Any
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import BackendUnavailableError, BadRecordError, ProviderError
 from x_tui.compute.extensions import ResourceRequest
-from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.outputs import OutputTooLargeError
 from x_tui.compute.resources import parse_accelerators
-from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 from x_tui.compute.store import RunHandle
-from x_tui.testing import SCRIPTS, wait_for_line, wait_until_final
+from x_tui.compute.worker.errors import BackendUnavailableError, BadRecordError, ProviderError
+from x_tui.compute.worker.manifest import MANIFEST_NAME
+from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
+from x_tui.testing.contract import SCRIPTS, wait_for_line, wait_until_final
 
 from .fake_modal import fixtures as modal_fixtures
 from .fake_modal.harness import FakeModal, make_project

@@ -20,15 +20,15 @@ from typing import Any
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.compute.backend import RunState
 from x_tui.compute.dependencies import Dependencies
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.resources import parse_accelerators
 from x_tui.compute.retries import RetryPolicy
 from x_tui.compute.secrets import SecretsRequest, SecretValues
-from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
-from x_tui.testing import SCRIPTS, wait_for_line, wait_until_final
+from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
+from x_tui.testing.contract import SCRIPTS, wait_for_line, wait_until_final
 
 from .fake_modal import fixtures as modal_fixtures
 from .fake_modal.harness import FAKE_DIR, FakeModal, make_project
@@ -296,13 +296,14 @@ def test_the_real_sdk_accepts_the_image_and_function_a_plan_describes(tmp_path: 
         import sys
         from pathlib import Path
         import modal
-        from x_tui.backends.modal import ModalBackend, sdk
+        from x_tui.backends.modal import sdk
+        from x_tui.backends.modal.backend import ModalBackend
         from x_tui.backends.modal.container import container_function
         from x_tui.compute.dependencies import Dependencies
         from x_tui.compute.extensions import JobExtensions, ResourceRequest, CpuRequest
         from x_tui.compute.resources import parse_accelerators
         from x_tui.compute.secrets import SecretsRequest
-        from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
+        from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
 
         backend = ModalBackend({"outputs_volume": "runs", "volumes": {"ds": "datasets"},
                                 "state_dir": sys.argv[2]})

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.compute.backend import ComputeBackend
-from x_tui.testing import BackendContract
+from x_tui.testing.contract import BackendContract
 
 from .fake_modal import fixtures as modal_fixtures
 

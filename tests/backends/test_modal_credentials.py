@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from x_tui.backends.modal.credentials import require_credentials
-from x_tui.compute.errors import BackendUnavailableError
+from x_tui.compute.worker.errors import BackendUnavailableError
 
 
 def _env(tmp_path: Path, **values: str) -> dict[str, str]:

@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.cli.plan_text import plan_json
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import ProviderError
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.operations import backend_for, open_project, plan_run, submit_run
 from x_tui.compute.resources import ResourceError, parse_accelerators
 from x_tui.compute.retries import ATTEMPTS_NAME, parse_attempts
-from x_tui.compute.spec import JobSpec, Task
 from x_tui.compute.store import RunStore
-from x_tui.testing import wait_until_final
+from x_tui.compute.worker.errors import ProviderError
+from x_tui.compute.worker.spec import JobSpec, Task
+from x_tui.testing.contract import wait_until_final
 
 from .fake_modal import fixtures as modal_fixtures
 from .fake_modal.harness import PYPROJECT, FakeModal

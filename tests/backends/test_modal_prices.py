@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.backends.modal.request import build_request
 from x_tui.backends.modal.settings import ModalSettings
 from x_tui.compute.extensions import CpuRequest, ResourceRequest
 from x_tui.compute.prices import MODAL, MODAL_DATE
 from x_tui.compute.resources import ResourceError, parse_accelerators
-from x_tui.compute.spec import JobSpec, Task
+from x_tui.compute.worker.spec import JobSpec, Task
 
 H100 = 0.001097 * 3600
 CPU = 0.0000131 * 3600

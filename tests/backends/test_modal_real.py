@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend
+from x_tui.backends.modal.backend import ModalBackend
 from x_tui.backends.modal.credentials import require_credentials
 from x_tui.compute.backend import ComputeBackend
-from x_tui.compute.errors import BackendUnavailableError
-from x_tui.testing import BackendContract
+from x_tui.compute.worker.errors import BackendUnavailableError
+from x_tui.testing.contract import BackendContract
 
 pytestmark = pytest.mark.modal
 

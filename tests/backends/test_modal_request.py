@@ -10,10 +10,10 @@ import pytest
 from x_tui.backends.modal.ignore import gitignore_patterns
 from x_tui.backends.modal.request import ModalRequest, app_name, build_request
 from x_tui.backends.modal.settings import DEFAULT_IGNORE, ModalSettings
-from x_tui.compute.errors import ConfigError
 from x_tui.compute.extensions import CpuRequest, ResourceRequest
 from x_tui.compute.resources import parse_accelerators
-from x_tui.compute.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
 
 from .fake_modal.harness import PYPROJECT, make_project
 

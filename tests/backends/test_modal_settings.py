@@ -6,11 +6,11 @@ import sys
 
 import pytest
 
-from x_tui.backends.modal import ModalBackend, ModalSettings
-from x_tui.backends.modal.settings import DEFAULT_IGNORE
-from x_tui.compute.errors import BackendUnavailableError, ConfigError
-from x_tui.compute.records import JsonValue
+from x_tui.backends.modal.backend import ModalBackend
+from x_tui.backends.modal.settings import DEFAULT_IGNORE, ModalSettings
 from x_tui.compute.registry import load_backend
+from x_tui.compute.worker.errors import BackendUnavailableError, ConfigError
+from x_tui.compute.worker.records import JsonValue
 
 
 def test_outputs_volume_is_required() -> None:

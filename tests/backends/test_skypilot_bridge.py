@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.bridge import Bridge, find_interpreter
-from x_tui.compute.errors import BackendUnavailableError, ProviderError
-from x_tui.compute.spec import JobSpec, Task
+from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
+from x_tui.compute.worker.spec import JobSpec, Task
 
 from .fake_sky import fixtures
 from .fake_sky.harness import (

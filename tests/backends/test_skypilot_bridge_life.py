@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.bridge import Bridge, bridge_pids, close_bridges
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import ProviderError
-from x_tui.compute.spec import JobSpec, Task
+from x_tui.compute.worker.errors import ProviderError
+from x_tui.compute.worker.spec import JobSpec, Task
 
 from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, make_locked_project

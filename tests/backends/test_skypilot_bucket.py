@@ -18,13 +18,13 @@ from pathlib import Path
 import boto3
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.bridge import bridge_pids, close_bridges
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import BackendUnavailableError, ProviderError
-from x_tui.compute.spec import JobSpec, Task
 from x_tui.compute.store import RunHandle
-from x_tui.testing import wait_until_final
+from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
+from x_tui.compute.worker.spec import JobSpec, Task
+from x_tui.testing.contract import wait_until_final
 
 from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, S3Server, SkyTool, make_locked_project, make_sky_tool

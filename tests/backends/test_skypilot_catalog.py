@@ -6,12 +6,12 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.catalog import accelerator_kinds
 from x_tui.compute.extensions import ResourceRequest
-from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import ResourceError, parse_accelerators
-from x_tui.compute.spec import JobSpec, Task
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec, Task
 
 from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, make_locked_project

@@ -21,16 +21,17 @@ from typing import Any
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend, sky_sdk
+from x_tui.backends.skypilot import sky_sdk
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone, bridge_pids, close_bridges
 from x_tui.backends.skypilot.catalog import read_offers
 from x_tui.backends.skypilot.reconcile import JOB_STATES
-from x_tui.compute.errors import BackendUnavailableError
 from x_tui.compute.extensions import CpuRequest, JobExtensions, ResourceRequest
-from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import parse_accelerators
 from x_tui.compute.secrets import SecretsRequest
-from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
+from x_tui.compute.worker.errors import BackendUnavailableError
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
 
 from .fake_sky import fixtures
 from .fake_sky.harness import SkyTool, free_port, make_locked_project

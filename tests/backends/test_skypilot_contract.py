@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.compute.backend import ComputeBackend
-from x_tui.testing import SCRIPTS, BackendContract
+from x_tui.testing.contract import SCRIPTS, BackendContract
 
 from .fake_sky import fixtures
 from .fake_sky.harness import (

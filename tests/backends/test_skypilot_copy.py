@@ -15,16 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend, listing
+from x_tui.backends.skypilot import listing
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.copy_transport import CopyTransport, FetchMismatch
 from x_tui.backends.skypilot.ssh_mux import close_shared_connections, shared_sockets
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import ProviderError
-from x_tui.compute.manifest import TaskStatus, load_manifest
-from x_tui.compute.records import JsonValue
-from x_tui.compute.spec import JobSpec, Mount, MountAccess, Task
 from x_tui.compute.store import RunHandle
-from x_tui.testing import wait_until_final
+from x_tui.compute.worker.errors import ProviderError
+from x_tui.compute.worker.manifest import TaskStatus, load_manifest
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
+from x_tui.testing.contract import wait_until_final
 
 from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, SshServer, make_locked_project

@@ -19,12 +19,12 @@ from pathlib import Path
 import pytest
 
 from tests.support import wait_for
-from x_tui.backends.skypilot import CancelFailed, SkyPilotBackend
+from x_tui.backends.skypilot.backend import CancelFailed, SkyPilotBackend
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import UserError
-from x_tui.compute.spec import JobSpec, Task
 from x_tui.compute.store import RunHandle, RunStore, read_handle
-from x_tui.testing import wait_until_final
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.spec import JobSpec, Task
+from x_tui.testing.contract import wait_until_final
 
 from .fake_sky import fixtures
 from .fake_sky.harness import (

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend, SkyPilotSettings
-from x_tui.compute.errors import ConfigError, UserError
-from x_tui.compute.records import JsonValue
+from x_tui.backends.skypilot.backend import SkyPilotBackend
+from x_tui.backends.skypilot.settings import SkyPilotSettings
+from x_tui.compute.worker.errors import ConfigError, UserError
+from x_tui.compute.worker.records import JsonValue
 
 BUCKET: dict[str, JsonValue] = {"bucket": {"outputs_bucket": "gs://my-runs"}}
 

@@ -6,17 +6,17 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.backends.skypilot import SkyPilotBackend
+from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.task import cluster_name
 from x_tui.compute.backend import Capability, capabilities_of
 from x_tui.compute.dependencies import Dependencies
-from x_tui.compute.errors import ConfigError
 from x_tui.compute.extensions import CpuRequest, JobExtensions, ResourceRequest
-from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import parse_accelerators
 from x_tui.compute.retries import RetryPolicy
 from x_tui.compute.secrets import SecretsRequest
-from x_tui.compute.spec import JobSpec, Mount, MountAccess, Resources, Task
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Resources, Task
 
 from .fake_sky.harness import make_locked_project
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from x_tui.backends.local_machine import offers as local_offers
+from x_tui.backends.local.machine import offers as local_offers
 from x_tui.compute.prices import MODAL, MODAL_DATE
 
 if TYPE_CHECKING:
@@ -163,7 +163,7 @@ def test_the_local_backend_never_refuses_an_accelerator_it_does_not_have(cli: Cl
 
 
 _PLAIN_BACKEND = """
-from x_tui.backends.local import LocalBackend
+from x_tui.backends.local.backend import LocalBackend
 
 
 class PlainBackend(LocalBackend):

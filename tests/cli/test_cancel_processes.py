@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 import pytest
 
 from tests.support import wait_for
-from x_tui.backends import local_process
+from x_tui.backends.local import process as local_process
 from x_tui.cli import main
-from x_tui.compute import run_processes
+from x_tui.compute.worker import run_processes
 
 if TYPE_CHECKING:
     from conftest import Cli

@@ -16,7 +16,7 @@ import pytest
 
 from x_tui.cli import main
 from x_tui.compute.config import read_compute_config, resolve_request
-from x_tui.compute.records import dump_record
+from x_tui.compute.worker.records import dump_record
 
 HEAD = """\
 [project]

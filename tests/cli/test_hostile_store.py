@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute.record_files import MANIFEST_BYTES
+from x_tui.compute.worker.record_files import MANIFEST_BYTES
 from x_tui.testing.hostile_store import HostileStore, build_hostile_store
 
 DEADLINE = 120

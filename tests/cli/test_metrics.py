@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from x_tui.compute.telemetry import TELEMETRY_NAME
 from x_tui.compute.telemetry_read import read_telemetry
+from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 
 if TYPE_CHECKING:
     from conftest import Cli

@@ -7,7 +7,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from x_tui.compute.manifest import load_manifest
+from x_tui.compute.worker.manifest import load_manifest
 
 if TYPE_CHECKING:
     from conftest import Cli

@@ -11,15 +11,15 @@ import pytest
 
 from x_tui.compute.config import (
     ResolvedJob,
-    parse_accelerator,
     read_compute_config,
     resolve_job,
     resolve_request,
 )
-from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError, UserError
-from x_tui.compute.records import RecordError, dumps_compact, read_record
-from x_tui.compute.resources import CpuRequest, ResourceError
-from x_tui.compute.spec import Accelerator, JobSpec, Resources, read_job_spec
+from x_tui.compute.extensions import CpuRequest
+from x_tui.compute.resources import ResourceError
+from x_tui.compute.worker.errors import ConfigError, NoComputeTable, UnknownJobError, UserError
+from x_tui.compute.worker.records import RecordError, dumps_compact, read_record
+from x_tui.compute.worker.spec import Accelerator, JobSpec, Resources, read_job_spec
 
 DOCUMENTED = """
 [tool.substrax.compute]
@@ -238,20 +238,6 @@ def test_a_bad_job_does_not_break_the_others(tmp_path: Path) -> None:
     assert resolve(root, "good").spec.name == "good"
     with pytest.raises(ConfigError):
         resolve(root, "bad")
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("L4", Accelerator(kind="L4")), ("H100:8", Accelerator(kind="H100", count=8))],
-)
-def test_substrax_accelerator_grammar_reads(text: str, expected: Accelerator) -> None:
-    assert parse_accelerator(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", "L4:", "L4:two", ":2", "L4:0"])
-def test_substrax_accelerator_grammar_refuses(text: str) -> None:
-    with pytest.raises(ConfigError, match="is not KIND or KIND:COUNT, such as 'L4' or 'H100:8'"):
-        parse_accelerator(text)
 
 
 SUBSTRAX_RESOURCES = [

@@ -10,8 +10,8 @@ import pytest
 
 from x_tui.compute.config import read_compute_config, resolve_request
 from x_tui.compute.dependencies import Dependencies, read_dependencies
-from x_tui.compute.errors import ConfigError
-from x_tui.compute.records import dumps_compact
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import dumps_compact
 
 WHERE = "pyproject.toml: [tool.substrax.compute.jobs.train]"
 

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from x_tui.backends.local_machine import gpu_kind, offers, runs_on
+from x_tui.backends.local.machine import gpu_kind, offers, runs_on
 from x_tui.compute.estimate import AcceleratorOffer, check_offer, estimate_cost
 from x_tui.compute.extensions import CpuRequest, ResourceRequest
 from x_tui.compute.prices import MODAL, MODAL_DATE, table_for

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from x_tui.compute.backend import NewRun, stage_run
-from x_tui.compute.manifest import (
+from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.worker.manifest import (
     JobManifest,
     RunDevices,
     TaskOutcome,
@@ -23,8 +24,8 @@ from x_tui.compute.manifest import (
     parse_manifest,
     write_manifest,
 )
-from x_tui.compute.records import RecordError, dumps_compact, dumps_pretty
-from x_tui.compute.spec import (
+from x_tui.compute.worker.records import RecordError, dumps_compact, dumps_pretty
+from x_tui.compute.worker.spec import (
     Accelerator,
     JaxRuntime,
     JobSpec,
@@ -35,7 +36,6 @@ from x_tui.compute.spec import (
     example_tasks,
     read_job_spec,
 )
-from x_tui.compute.store import RunHandle, RunStore
 
 EXAMPLE_SPEC = (
     '{"schema_version": 2, "name": "examples", "tasks": [{"name": "examples.01_first", "argv": '

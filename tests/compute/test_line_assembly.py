@@ -9,10 +9,10 @@ from typing import IO, cast
 
 import pytest
 
-from x_tui.compute.echo import MAX_REDRAWN_LINE_BYTES, CombinedLog
-from x_tui.compute.line_assembly import CONTINUED_MARK, LineAssembler, Piece, PieceKind
-from x_tui.compute.log_times import MAGIC, LogTimes, TimesWriter, times_path
 from x_tui.compute.sanitize import clean
+from x_tui.compute.worker.echo import MAX_REDRAWN_LINE_BYTES, CombinedLog
+from x_tui.compute.worker.line_assembly import CONTINUED_MARK, LineAssembler, Piece, PieceKind
+from x_tui.compute.worker.log_times import MAGIC, LogTimes, TimesWriter, times_path
 
 LINE, STATE, CONTINUED, CLOSE = (
     PieceKind.LINE,

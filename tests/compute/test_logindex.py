@@ -9,15 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute.errors import UserError
-from x_tui.compute.logindex import (
-    ERROR_QUERY,
-    FOLD_LINES,
-    InvalidSearchError,
-    LogIndex,
-    SearchQuery,
-)
+from x_tui.compute.logindex import FOLD_LINES, LogIndex
+from x_tui.compute.logindex_search import ERROR_QUERY, InvalidSearchError, SearchQuery
 from x_tui.compute.sanitize import MAX_LINE_CHARS
+from x_tui.compute.worker.errors import UserError
 
 
 def write_lines(path: Path, lines: list[str], mode: str = "w") -> None:

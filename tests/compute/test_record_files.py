@@ -16,9 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute.errors import BadRecordError, RunNotFoundError
-from x_tui.compute.manifest import load_manifest, parse_manifest
-from x_tui.compute.record_files import (
+from x_tui.compute.store import RunHandle, RunStore, StoredRuns
+from x_tui.compute.worker.errors import BadRecordError, RunNotFoundError
+from x_tui.compute.worker.manifest import load_manifest, parse_manifest
+from x_tui.compute.worker.record_files import (
     HANDLE_BYTES,
     MAX_DEPTH,
     MAX_REASON,
@@ -27,8 +28,7 @@ from x_tui.compute.record_files import (
     read_json_file,
     read_regular_file,
 )
-from x_tui.compute.records import RecordError, dumps_pretty
-from x_tui.compute.store import RunHandle, RunStore, StoredRuns
+from x_tui.compute.worker.records import RecordError, dumps_pretty
 
 DEADLINE = 30.0
 """Seconds a read may take before the test calls it hung (a bound read takes milliseconds)."""

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import pytest
 
-from x_tui.compute.errors import UserError
-from x_tui.compute.records import dump_record, read_record
-from x_tui.compute.resources import (
-    KINDS,
+from x_tui.compute.extensions import (
     AcceleratorChoice,
     AcceleratorRequest,
     CpuRequest,
-    ResourceError,
     ResourceRequest,
+)
+from x_tui.compute.resources import (
+    KINDS,
+    ResourceError,
     canonical_kind,
     check_placement,
     parse_accelerator,
@@ -23,7 +23,9 @@ from x_tui.compute.resources import (
     read_resources_table,
     request_from_resources,
 )
-from x_tui.compute.spec import NAME_PATTERN, Accelerator, Resources
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.records import dump_record, read_record
+from x_tui.compute.worker.spec import NAME_PATTERN, Accelerator, Resources
 
 GiB = 1024**3
 

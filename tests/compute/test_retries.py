@@ -9,15 +9,15 @@ from pathlib import Path
 import pytest
 
 from x_tui.compute.config import read_compute_config, resolve_request
-from x_tui.compute.errors import ConfigError
-from x_tui.compute.records import RecordError, dumps_compact
 from x_tui.compute.retries import (
     RetryPolicy,
     parse_attempts,
     read_retries,
     write_retries_file,
 )
-from x_tui.compute.worker import check_retries
+from x_tui.compute.worker.attempts import check_retries
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import RecordError, dumps_compact
 
 TASKS = ("prepare", "train", "evaluate")
 WHERE = "pyproject.toml: [tool.substrax.compute.jobs.train]"
@@ -67,7 +67,7 @@ def test_a_table_sets_a_default_and_counts_by_task(tmp_path: Path) -> None:
 
 
 def test_the_worker_accepts_the_file_submit_writes(tmp_path: Path) -> None:
-    from x_tui.compute.spec import JobSpec, Task
+    from x_tui.compute.worker.spec import JobSpec, Task
 
     spec = JobSpec(
         name="train",

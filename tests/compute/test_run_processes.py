@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute import run_processes
-from x_tui.compute.environment import child_environment
-from x_tui.compute.spec import JaxRuntime
 from x_tui.compute.store import new_run_id
+from x_tui.compute.worker import run_processes
+from x_tui.compute.worker.environment import child_environment
+from x_tui.compute.worker.spec import JaxRuntime
 
 
 def test_a_marker_is_written_once_private_and_read_back_only_for_its_run(tmp_path: Path) -> None:
@@ -75,7 +75,7 @@ def test_away_from_linux_nothing_is_found_and_no_subreaper_is_asked_for(
 
 ADOPTS = """
 import os, subprocess, sys, time
-from x_tui.compute import run_processes
+from x_tui.compute.worker import run_processes
 assert run_processes.become_subreaper()
 spawner = (
     "import subprocess, sys; "

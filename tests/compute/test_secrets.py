@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from x_tui.compute.config import read_compute_config, resolve_request
-from x_tui.compute.errors import ConfigError, UserError
-from x_tui.compute.records import dumps_compact
 from x_tui.compute.secrets import (
     MissingSecretError,
     SecretsRequest,
@@ -18,6 +16,8 @@ from x_tui.compute.secrets import (
     capture,
     read_secrets,
 )
+from x_tui.compute.worker.errors import ConfigError, UserError
+from x_tui.compute.worker.records import dumps_compact
 
 VALUE = "s3cr3t-value-9f2e"
 WHERE = "pyproject.toml: [tool.substrax.compute.jobs.train]"

@@ -20,11 +20,12 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute.children import Child, start_child
-from x_tui.compute.environment import child_environment
-from x_tui.compute.manifest import DEVICES_LOG, TaskStatus, load_manifest
-from x_tui.compute.records import RecordError, dump_record
-from x_tui.compute.spec import (
+from x_tui.compute.worker.children import Child, start_child
+from x_tui.compute.worker.environment import child_environment
+from x_tui.compute.worker.main import run_job
+from x_tui.compute.worker.manifest import DEVICES_LOG, TaskStatus, load_manifest
+from x_tui.compute.worker.records import RecordError, dump_record
+from x_tui.compute.worker.spec import (
     MAX_TIMEOUT_SECONDS,
     JaxRuntime,
     JobSpec,
@@ -33,7 +34,6 @@ from x_tui.compute.spec import (
     Task,
     read_job_spec,
 )
-from x_tui.compute.worker import run_job
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 pytestmark = pytest.mark.timeout(120)

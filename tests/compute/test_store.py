@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute.errors import BadRecordError, RunNotFoundError
 from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin, handle_json
+from x_tui.compute.worker.errors import BadRecordError, RunNotFoundError
 
 SUBMITTED_AT = dt.datetime(2026, 9, 19, 12, 0, 0, 123456, tzinfo=dt.UTC)
 

@@ -9,9 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute.errors import BadRecordError
-from x_tui.compute.records import dumps_compact, read_record
-from x_tui.compute.spec import JobSpec, Task
 from x_tui.compute.store import RUN_ID_PATTERN, new_run_id
 from x_tui.compute.sweeps import (
     MAX_RUNS,
@@ -27,6 +24,9 @@ from x_tui.compute.sweeps import (
     parse_sweep,
     with_parameters,
 )
+from x_tui.compute.worker.errors import BadRecordError
+from x_tui.compute.worker.records import dumps_compact, read_record
+from x_tui.compute.worker.spec import JobSpec, Task
 
 
 def test_a_sweep_option_is_a_name_and_its_values_in_order() -> None:

@@ -17,19 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from x_tui.compute import log_metrics
-from x_tui.compute.line_assembly import Piece, PieceKind
-from x_tui.compute.log_metrics import (
-    METRICS_NAME,
-    MetricsExtractor,
-    parse_json_metrics,
-    parse_pairs,
-    parse_progress,
-)
-from x_tui.compute.records import dumps_compact
 from x_tui.compute.run_health import FlagKind, cost_so_far, flags_of, hourly_price
-from x_tui.compute.spec import Accelerator, JobSpec, Resources, Task
-from x_tui.compute.telemetry import TELEMETRY_NAME, TelemetryFile, parse_gpu_line
 from x_tui.compute.telemetry_read import (
     Sample,
     Telemetry,
@@ -37,6 +25,18 @@ from x_tui.compute.telemetry_read import (
     read_metrics,
     read_telemetry,
 )
+from x_tui.compute.worker import log_metrics
+from x_tui.compute.worker.line_assembly import Piece, PieceKind
+from x_tui.compute.worker.log_metrics import (
+    METRICS_NAME,
+    MetricsExtractor,
+    parse_json_metrics,
+    parse_pairs,
+    parse_progress,
+)
+from x_tui.compute.worker.records import dumps_compact
+from x_tui.compute.worker.spec import Accelerator, JobSpec, Resources, Task
+from x_tui.compute.worker.telemetry import TELEMETRY_NAME, TelemetryFile, parse_gpu_line
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 pytestmark = pytest.mark.timeout(120)

@@ -23,23 +23,19 @@ from pathlib import Path
 import pytest
 
 from tests import support
-from x_tui.compute.log_times import LogTimes
-from x_tui.compute.manifest import (
+from x_tui.compute.worker.children import Cancellation, WorkerCancelled
+from x_tui.compute.worker.environment import child_environment
+from x_tui.compute.worker.log_times import LogTimes
+from x_tui.compute.worker.main import main, run_job
+from x_tui.compute.worker.manifest import (
     JobManifest,
     RunDevices,
     TaskStatus,
     load_manifest,
     read_manifest,
 )
-from x_tui.compute.records import RecordError, dump_record, dumps_compact
-from x_tui.compute.spec import JaxRuntime, JobSpec, Task
-from x_tui.compute.worker import (
-    Cancellation,
-    WorkerCancelled,
-    child_environment,
-    main,
-    run_job,
-)
+from x_tui.compute.worker.records import RecordError, dump_record, dumps_compact
+from x_tui.compute.worker.spec import JaxRuntime, JobSpec, Task
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 pytestmark = pytest.mark.timeout(120)

@@ -16,9 +16,9 @@ import pytest
 
 from tests.interop.harness import Substrax, shared_project
 from x_tui.compute.config import read_compute_config, resolve_request
-from x_tui.compute.errors import UserError
 from x_tui.compute.overlays import overlay_fix, substrax_blockers
-from x_tui.compute.records import dumps_compact
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.records import dumps_compact
 
 TASK = 'commands = { a = ["python", "-c", "pass"] }\n'
 T = TASK + "timeout_seconds = 60\n"

@@ -51,8 +51,9 @@ from x_tui.app.messages import (
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.run_follower import PollIntervals
 from x_tui.app.service import Service
-from x_tui.app.settings import Settings, refresh_scale, save_setting, settings_path
+from x_tui.app.settings import Settings, refresh_scale, save_setting
 from x_tui.app.view_state import AWAY_ITEMS
+from x_tui.compute.handle_versions import settings_file
 
 if TYPE_CHECKING:  # the log view loads with the first screen that shows a log, not at start-up
     from x_tui.app.view_keeper import ViewKeeper
@@ -281,7 +282,7 @@ class XTuiApp(App[int]):
     def on_log_view_wrap_changed(self, message: LogView.WrapChanged) -> None:
         """Remember the user's wrap choice for the next log views, and in the settings file."""
         self.settings = dataclasses.replace(self.settings, wrap=message.wrap)
-        path = self.settings.path or settings_path()
+        path = self.settings.path or settings_file()
         try:
             save_setting(path, "wrap", message.wrap)
         except OSError as error:

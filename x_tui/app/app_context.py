@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Literal
 from textual.app import App
 
 from x_tui.app.service import Service
-from x_tui.compute.errors import UserError
 from x_tui.compute.sanitize import plain, revealed
+from x_tui.compute.worker.errors import UserError
 
 if TYPE_CHECKING:
     from x_tui.app.monitor import RunMonitor

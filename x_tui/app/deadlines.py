@@ -1,8 +1,9 @@
 """Deadlines on backend calls: each runs in a daemon thread and is waited for at most so long.
 
-A call that has not answered in time is reported as a :class:`~x_tui.compute.errors.ProviderError`
-naming the backend, and its thread is abandoned (never joined), so a hung provider cannot hang the
-UI or the worker that asked. A submit is never raced this way: see :mod:`x_tui.app.submits`.
+A call that has not answered in time is reported as a
+:class:`~x_tui.compute.worker.errors.ProviderError` naming the backend, and its thread is abandoned
+(never joined), so a hung provider cannot hang the UI or the worker that asked. A submit is never
+raced this way: see :mod:`x_tui.app.submits`.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from x_tui.compute import deadline
-from x_tui.compute.errors import ProviderError
+from x_tui.compute.worker.errors import ProviderError
 
 T = TypeVar("T")
 

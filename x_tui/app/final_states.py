@@ -16,9 +16,9 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from x_tui.compute.backend import RunState
-from x_tui.compute.record_files import read_cache_file
-from x_tui.compute.records import RecordError, write_atomic
 from x_tui.compute.store import RUN_ID_PATTERN
+from x_tui.compute.worker.record_files import read_cache_file
+from x_tui.compute.worker.records import RecordError, write_atomic
 
 FINAL_STATES_NAME = "final-states.json"
 """The cache's file, in ``<state>/x-tui/``."""
@@ -33,7 +33,7 @@ FinalState = tuple[RunState, float | None]
 def read_final_states(path: Path) -> dict[str, FinalState] | None:
     """The final states kept in ``path``, by run id.
 
-    The file is read through the one bounded reader (:mod:`x_tui.compute.record_files`), so a
+    The file is read through the one bounded reader (:mod:`x_tui.compute.worker.record_files`), so a
     cache replaced by a FIFO, a link, a directory or an enormous or deeply nested file is refused
     at once. An entry that is not a final state of a run id is skipped.
 

@@ -5,7 +5,7 @@ the logs deadline) and appends each line to ``<logs_dir>/<run_id>.log``; a ``.do
 beside it says the copy is complete, so a finished log is never copied again (a copy or marker
 that is not a regular file is not trusted: the log is copied anew over it). A stream that
 breaks keeps what came and says why in its :class:`SpoolState`. When each line came is kept in
-``<run_id>.log.times`` (``x_tui.compute.log_times``), so the log view can show it (``t``).
+``<run_id>.log.times`` (``x_tui.compute.worker.log_times``), so the log view can show it (``t``).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import BinaryIO
 
 from x_tui.app.deadlines import call_with_deadline
 from x_tui.compute.backend import ComputeBackend
-from x_tui.compute.log_times import TimesWriter, times_path
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.log_times import TimesWriter, times_path
 
 
 @dataclass(kw_only=True, slots=True)

@@ -16,9 +16,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.operations import RunPlan
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.records import JsonValue
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import spec_summary, tasks_table
 

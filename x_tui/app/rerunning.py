@@ -18,9 +18,9 @@ from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.messages import OpenRun
 from x_tui.app.run_sources import RunReader
 from x_tui.app.service import Service
-from x_tui.compute.errors import UserError
 from x_tui.compute.operations import RunPlan
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.errors import UserError
 from x_tui.widgets.safe_text import safe_text
 
 

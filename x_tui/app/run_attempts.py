@@ -12,12 +12,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute.manifest import JobManifest
 from x_tui.compute.outputs import list_output_dir
-from x_tui.compute.record_files import RECORD_BYTES, parse_json
-from x_tui.compute.records import RecordError
-from x_tui.compute.spec import check_name
-from x_tui.compute.worker import ATTEMPTS_DIR, ATTEMPTS_NAME
+from x_tui.compute.worker.attempts import ATTEMPTS_DIR, ATTEMPTS_NAME
+from x_tui.compute.worker.manifest import JobManifest
+from x_tui.compute.worker.record_files import RECORD_BYTES, parse_json
+from x_tui.compute.worker.records import RecordError
+from x_tui.compute.worker.spec import check_name
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

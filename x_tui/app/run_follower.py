@@ -37,7 +37,7 @@ from pathlib import Path
 
 from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import keep_final_states, read_final_states
-from x_tui.app.run_records import Record, listing_names, read_record
+from x_tui.app.run_records import Record, listing_names, read_handle_record
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
@@ -377,7 +377,7 @@ class RunFollower:
                 if known is not None and known.stamp == stamp:
                     continue
                 try:
-                    record = read_record(self.service.store, path, stamp)
+                    record = read_handle_record(self.service.store, path, stamp)
                 except Exception as error:  # no record may stop the watcher (a bug included)
                     record = Record(stamp, None, f"cannot be read: {error!r}")
             changed = True

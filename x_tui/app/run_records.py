@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.worker.errors import UserError
 
 Stamp = tuple[int, int]
 """A file's modification time (ns) and size."""
@@ -76,7 +76,7 @@ def listing_names(runs_dir: Path) -> list[str]:
     return names
 
 
-def read_record(store: RunStore, path: Path, stamp: Stamp) -> Record:
+def read_handle_record(store: RunStore, path: Path, stamp: Stamp) -> Record:
     """Read one handle file of ``store``.
 
     Args:

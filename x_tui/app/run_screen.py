@@ -43,10 +43,10 @@ from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.settings import refresh_scale
 from x_tui.app.task_logs import TaskLogs
 from x_tui.compute.backend import RunState
-from x_tui.compute.manifest import TaskStatus
 from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
-from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, SettingsOrigin
+from x_tui.compute.worker.manifest import TaskStatus
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.widgets.devices_view import DevicesView
 from x_tui.widgets.live_devices import LiveDevices
 from x_tui.widgets.log_view import LogPlace, LogView

@@ -28,26 +28,26 @@ from x_tui.app.run_attempts import (
 from x_tui.app.service import Service
 from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME, RunFiles
-from x_tui.compute.errors import UserError
-from x_tui.compute.log_metrics import METRICS_NAME
-from x_tui.compute.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
 from x_tui.compute.outputs import (
     OutputTooLargeError,
     OutsideOutputsError,
     output_file,
     read_output,
 )
-from x_tui.compute.record_files import (
+from x_tui.compute.store import RunHandle, backend_state_dir
+from x_tui.compute.telemetry_read import RunMetrics, Telemetry, read_metrics, read_telemetry
+from x_tui.compute.worker.attempts import ATTEMPTS_DIR, ATTEMPTS_NAME
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.log_metrics import METRICS_NAME
+from x_tui.compute.worker.manifest import DEVICES_LOG, MANIFEST_NAME, JobManifest, parse_manifest
+from x_tui.compute.worker.record_files import (
     RECORD_BYTES,
     UnreadableRecordError,
     read_json_file,
 )
-from x_tui.compute.records import RecordError
-from x_tui.compute.spec import JobSpec, check_name, read_job_spec
-from x_tui.compute.store import RunHandle, backend_state_dir
-from x_tui.compute.telemetry import TELEMETRY_NAME
-from x_tui.compute.telemetry_read import RunMetrics, Telemetry, read_metrics, read_telemetry
-from x_tui.compute.worker import ATTEMPTS_DIR, ATTEMPTS_NAME
+from x_tui.compute.worker.records import RecordError
+from x_tui.compute.worker.spec import JobSpec, check_name, read_job_spec
+from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 
 STREAMS = ("stdout", "stderr")
 """A task's two log streams, each ``<task>/<stream>.log``."""

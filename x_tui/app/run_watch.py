@@ -17,11 +17,11 @@ from rich.text import Text
 
 from x_tui.app.run_sources import RunReader
 from x_tui.app.service import Service
-from x_tui.compute.log_metrics import METRICS_NAME
 from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
 from x_tui.compute.store import RunHandle
-from x_tui.compute.telemetry import TELEMETRY_NAME
 from x_tui.compute.telemetry_read import read_metrics, read_telemetry
+from x_tui.compute.worker.log_metrics import METRICS_NAME
+from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 from x_tui.widgets.run_cells import EMPTY
 
 WATCH_SECONDS = 5.0

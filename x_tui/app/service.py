@@ -2,8 +2,8 @@
 
 Every method here may block, so the UI calls them from thread workers only, never on the event
 loop. Each backend call runs in a thread of its own with a deadline: a call that has not answered
-in time is reported as a :class:`~x_tui.compute.errors.ProviderError` naming the backend, and its
-thread is abandoned (a daemon thread, never joined), so a hung provider cannot hang the UI or
+in time is reported as a :class:`~x_tui.compute.worker.errors.ProviderError` naming the backend, and
+its thread is abandoned (a daemon thread, never joined), so a hung provider cannot hang the UI or
 the worker that asked. A submit is the exception: it is never abandoned while the backend may
 still create the run (:mod:`x_tui.app.submits`). Backends are cached per (backend, settings).
 
@@ -29,13 +29,13 @@ from x_tui.app.submits import (
 )
 from x_tui.compute import operations, sweep_runs
 from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, RunState, capabilities_of
-from x_tui.compute.errors import ConfigError, UserError
-from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.operations import JobList, Project, RunPlan
 from x_tui.compute.outputs import OutsideOutputsError, read_output
 from x_tui.compute.run_removal import Removal
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
+from x_tui.compute.worker.errors import ConfigError, UserError
+from x_tui.compute.worker.manifest import MANIFEST_NAME
 
 
 class _LocalFiles(Protocol):

@@ -30,9 +30,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from x_tui.app.notify_settings import NotifySettings, read_notify
-
-CONFIG_ENV = "X_TUI_CONFIG"
-"""Names the settings file to read instead of the default one."""
+from x_tui.compute.handle_versions import settings_file
+from x_tui.compute.worker.errors import did_you_mean
 
 LOW_BANDWIDTH_ENV = "X_TUI_LOW_BANDWIDTH"
 """``1``/``true``/``yes`` turns the low-bandwidth profile on, whatever the file says."""
@@ -137,26 +136,17 @@ def save_setting(path: Path, key: str, value: bool | str) -> None:
         raise
 
 
-def settings_path() -> Path:
-    """The settings file: ``$X_TUI_CONFIG``, else ``<user config dir>/x-tui/config.toml``."""
-    explicit = os.environ.get(CONFIG_ENV)
-    if explicit:
-        return Path(explicit)
-    import platformdirs
-
-    return Path(platformdirs.user_config_dir("x-tui")) / "config.toml"
-
-
 def load_settings(path: Path | None = None) -> Settings:
     """Read the settings file, keeping the default of whatever cannot be used.
 
     Args:
-        path: The file; :func:`settings_path` when ``None``. A missing file is all defaults.
+        path: The file; :func:`~x_tui.compute.handle_versions.settings_file` when ``None``. A
+        missing file is all defaults.
 
     Returns:
         The settings; ``problems`` lists each unusable key or value, naming the file.
     """
-    path = path if path is not None else settings_path()
+    path = path if path is not None else settings_file()
     problems: list[str] = []
     document = _read(path, problems)
     theme: str | None = None
@@ -189,7 +179,7 @@ def load_settings(path: Path | None = None) -> Settings:
             if value not in (1, 2) or isinstance(value, bool):
                 problems.append(f"{path}: handle_version: expected 1 or 2, got {value!r}")
         else:
-            problems.append(f"{path}: unknown key {key!r}{_did_you_mean(key)}")
+            problems.append(f"{path}: unknown key {key!r}{did_you_mean(key, _KNOWN)}")
     if _env_true(os.environ.get(LOW_BANDWIDTH_ENV)):
         low_bandwidth = True
     return Settings(
@@ -250,14 +240,6 @@ def _keys(path: Path, value: object, problems: list[str]) -> dict[str, str]:
                 f"{path}: [keys] {binding_id}: expected a key such as 'ctrl+r', got {key!r}"
             )
     return keys
-
-
-def _did_you_mean(key: str) -> str:
-    import difflib
-
-    close = difflib.get_close_matches(key, list(_KNOWN), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{hint} (accepted: {', '.join(_KNOWN)})"
 
 
 def _env_true(value: str | None) -> bool:

@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from x_tui.compute import operations
-from x_tui.compute.errors import ProviderError
 from x_tui.compute.operations import RunPlan
 from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.worker.errors import ProviderError
 
 SUBMIT_GRACE_SECONDS = 60.0
 """Waited beyond a backend's declared submit deadline: its staging before the provider call,

@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from x_tui.compute.logindex_search import SearchQuery
-from x_tui.compute.records import write_atomic
+from x_tui.compute.worker.records import write_atomic
 
 VIEW_NAME = "view.json"
 MAX_VIEW_BYTES = 64 * 1024

@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from x_tui.compute.errors import UserError
+from x_tui.compute.worker.errors import UserError
 
 PATIENCE_TRIES = 20
 PATIENCE_STEP = 0.05

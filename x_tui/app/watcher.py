@@ -260,7 +260,7 @@ def failure_reason(service: Service, handle: RunHandle) -> str:
         ``"task NAME failed with exit status N"`` (or ``timed out``), ``"it stopped before
         its tasks finished"``, or ``""`` when the manifest cannot be read.
     """
-    from x_tui.compute.manifest import MANIFEST_NAME, TaskStatus, parse_manifest
+    from x_tui.compute.worker.manifest import MANIFEST_NAME, TaskStatus, parse_manifest
 
     try:
         data = service.peek(handle, MANIFEST_NAME)

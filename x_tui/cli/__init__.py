@@ -71,17 +71,14 @@ def _verb(name: str) -> Callable[[argparse.Namespace], int]:
 
 
 def _open_tui(args: argparse.Namespace) -> int:
-    from pathlib import Path
-
     from x_tui.app import run_app
 
     if args.verb == "demo":
         # run_app copies the bundled demo project to a writable place (once) and opens it.
         return run_app(None, demo=True, low_bandwidth=args.low_bandwidth)
-    from x_tui.compute.operations import locate_project
+    from x_tui.cli.project_arg import project_root
 
-    project = Path(args.project).resolve() if args.project else locate_project()
-    return run_app(project, low_bandwidth=args.low_bandwidth)
+    return run_app(project_root(args), low_bandwidth=args.low_bandwidth)
 
 
 def _tolerant_streams() -> None:
@@ -102,7 +99,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """
     _tolerant_streams()
     args = build_parser().parse_args(argv)
-    from x_tui.compute.errors import UserError
+    from x_tui.compute.worker.errors import UserError
 
     try:
         if args.verb in (None, "demo"):

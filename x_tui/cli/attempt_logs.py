@@ -22,13 +22,13 @@ from typing import Protocol, cast
 
 from x_tui.cli.output import log_writer, say
 from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, capabilities_of
-from x_tui.compute.errors import BadRecordError, UserError
 from x_tui.compute.operations import fetch_root
 from x_tui.compute.outputs import OutputTooLargeError, OutsideOutputsError, read_output
-from x_tui.compute.records import RecordError
 from x_tui.compute.retries import ATTEMPTS_DIR, ATTEMPTS_NAME, AttemptEntry, parse_attempts
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.errors import BadRecordError, UserError
+from x_tui.compute.worker.records import RecordError
 
 Reader = Callable[[str], bytes | None]
 """Reads a file of the run's outputs by its relative path; ``None`` when it does not exist."""

@@ -13,28 +13,20 @@ import argparse
 from collections.abc import Mapping
 
 from x_tui.cli.output import print_json, say
+from x_tui.cli.project_arg import project_root
 from x_tui.compute.backend import capabilities_of
-from x_tui.compute.errors import UnknownBackendError, UserError
-from x_tui.compute.operations import (
-    BackendOffers,
-    backend_names,
-    backend_offers,
-    locate_project,
-    open_project,
-)
-from x_tui.compute.records import JsonValue
-from x_tui.compute.registry import close_name
+from x_tui.compute.offers import BackendOffers, backend_names, backend_offers
+from x_tui.compute.operations import open_project
 from x_tui.compute.sanitize import escaped
+from x_tui.compute.worker.errors import UnknownBackendError, UserError, close_name
+from x_tui.compute.worker.records import JsonValue
 
 EXIT_OK = 0
 
 
 def _settings(args: argparse.Namespace) -> Mapping[str, Mapping[str, JsonValue]]:
     """Each backend's settings from the project, when there is a readable one."""
-    from pathlib import Path
-
-    given = getattr(args, "project", None)
-    root = Path(given) if given is not None else locate_project()
+    root = project_root(args)
     if root is None:
         return {}
     project = open_project(root)

@@ -4,37 +4,21 @@ A job whose ``[tool.substrax.compute.jobs.<name>]`` table holds one of x-tui's e
 x-tui but is refused by substrax 0.1.x. ``x-tui jobs`` marks each such job with the key that
 stops it; ``x-tui check`` lists them with the two tables that keep the job runnable by both tools
 (substrax's values in its table, the extension in ``[tool.x-tui.jobs.<name>]``).
-
-:func:`project_of` (the project a command line names) lives here, below the verbs that use it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from x_tui.cli.output import print_json, say
-from x_tui.compute.operations import Project, locate_project, open_project
+from x_tui.cli.project_arg import project_of
+from x_tui.compute.operations import Project
 from x_tui.compute.overlays import Blocker, overlay_fix, substrax_blockers
 from x_tui.compute.sanitize import escaped
 
 EXIT_NONE = 0
 EXIT_SOME = 1
-
-
-def project_of(args: argparse.Namespace) -> Project:
-    """The project the command line names (``--project``) or the one around the current directory.
-
-    Args:
-        args: The parsed command line.
-
-    Returns:
-        The project, possibly with a ``problem``.
-    """
-    given = getattr(args, "project", None)
-    root = Path(given) if given is not None else locate_project()
-    return open_project(root)
 
 
 def substrax_blocked(project: Project) -> dict[str, tuple[Blocker, ...]]:

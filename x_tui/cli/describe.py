@@ -6,7 +6,7 @@ import datetime as dt
 import shlex
 
 from x_tui.compute.sanitize import escaped
-from x_tui.compute.spec import JobSpec, Resources
+from x_tui.compute.worker.spec import JobSpec, Resources
 
 
 def seconds_text(seconds: float) -> str:

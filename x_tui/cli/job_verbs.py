@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from x_tui.cli.check_verb import blocked_text, project_of, substrax_blocked
+from x_tui.cli.check_verb import blocked_text, substrax_blocked
 from x_tui.cli.describe import job_lines, job_summary
 from x_tui.cli.output import complain, print_json, say
 from x_tui.cli.plan_text import plan_json, plan_lines, sweep_json, sweep_lines
+from x_tui.cli.project_arg import project_of
 from x_tui.cli.run_verbs import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, follow_logs
 from x_tui.compute.launches import fault_point
 from x_tui.compute.operations import (
@@ -20,10 +21,10 @@ from x_tui.compute.operations import (
     submit_run,
 )
 from x_tui.compute.outputs import check_destination
-from x_tui.compute.records import dump_record
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.sweep_runs import plan_sweep
 from x_tui.compute.sweeps import SweepAxis, parse_sweep
+from x_tui.compute.worker.records import dump_record
 
 
 def jobs(args: argparse.Namespace) -> int:

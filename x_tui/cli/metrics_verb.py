@@ -24,17 +24,11 @@ from x_tui.compute.backend import (
     RunState,
     capabilities_of,
 )
-from x_tui.compute.errors import UserError
-from x_tui.compute.log_metrics import METRICS_NAME
 from x_tui.compute.operations import backend_for
 from x_tui.compute.outputs import OutputTooLargeError, OutsideOutputsError
-from x_tui.compute.record_files import read_json_file
-from x_tui.compute.records import JsonValue
 from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
 from x_tui.compute.sanitize import escaped
-from x_tui.compute.spec import read_job_spec
 from x_tui.compute.store import RunHandle, RunStore, backend_state_dir
-from x_tui.compute.telemetry import TELEMETRY_NAME
 from x_tui.compute.telemetry_read import (
     RunMetrics,
     Telemetry,
@@ -42,6 +36,12 @@ from x_tui.compute.telemetry_read import (
     read_metrics,
     read_telemetry,
 )
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.log_metrics import METRICS_NAME
+from x_tui.compute.worker.record_files import read_json_file
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import read_job_spec
+from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 
 FOLLOW_SECONDS = 2.0
 """How often ``--follow`` reads the side files again."""

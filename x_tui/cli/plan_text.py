@@ -11,9 +11,9 @@ from collections.abc import Mapping, Sequence
 from x_tui.cli.describe import job_lines
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.operations import RunPlan
-from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.sweeps import parameters_text
+from x_tui.compute.worker.records import JsonValue, dump_record
 
 
 def request_json(request: ResourceRequest | None) -> dict[str, JsonValue] | None:

@@ -16,16 +16,16 @@ from x_tui.cli.describe import age_text
 from x_tui.cli.metrics_verb import flags_text, watch_json
 from x_tui.cli.output import complain, error_message, print_json, print_log, say
 from x_tui.compute.backend import ComputeBackend, RunState
-from x_tui.compute.errors import RunNotFoundError, UserError
 from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord
 from x_tui.compute.log_pieces import pieces_of
 from x_tui.compute.operations import backend_for, fetch_root, read_launches
 from x_tui.compute.outputs import check_destination
-from x_tui.compute.records import JsonValue, format_datetime
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin
 from x_tui.compute.sweep_runs import list_sweeps, load_sweep, sweep_of
 from x_tui.compute.sweeps import Sweep, is_sweep_id, parameters_text
+from x_tui.compute.worker.errors import RunNotFoundError, UserError
+from x_tui.compute.worker.records import JsonValue, format_datetime
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -6,7 +6,6 @@ Unlike the headless verbs this one imports Textual (through textual-serve), when
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from x_tui.cli.output import say
 
@@ -26,9 +25,9 @@ def serve(args: argparse.Namespace) -> int:
     if not 1 <= args.port <= 65535:
         raise ValueError(f"--port: expected a port from 1 to 65535, got {args.port}")
     from x_tui.app.web_view import serve as serve_web
-    from x_tui.compute.operations import locate_project
+    from x_tui.cli.project_arg import project_root
 
-    project = Path(args.project).resolve() if args.project else locate_project()
+    project = project_root(args)
     mode = "actions allowed" if args.allow_actions else "read-only"
 
     def announce(url: str) -> None:

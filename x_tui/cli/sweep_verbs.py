@@ -17,12 +17,12 @@ from pathlib import Path
 
 from x_tui.cli.output import complain, error_message, log_writer, say
 from x_tui.compute.backend import ComputeBackend
-from x_tui.compute.errors import UserError
 from x_tui.compute.operations import backend_for, fetch_root
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.sweep_runs import SweepPlan, submit_sweep
 from x_tui.compute.sweeps import Sweep, parameters_text
+from x_tui.compute.worker.errors import UserError
 
 EXIT_OK = 0
 EXIT_FAILED = 1

@@ -15,7 +15,7 @@ import threading
 from pathlib import Path
 
 from x_tui.cli.output import complain, say
-from x_tui.compute.errors import UserError
+from x_tui.compute.worker.errors import UserError
 
 EXIT_NOT_RUNNING = 1
 

@@ -1,7 +1,7 @@
 """The interface every compute provider implements, and the helpers that name new runs.
 
-A backend turns a :class:`~x_tui.compute.spec.JobSpec` into a run on its provider and reports on
-it afterwards. It returns a :class:`~x_tui.compute.store.RunHandle` from ``submit`` and needs
+A backend turns a :class:`~x_tui.compute.worker.spec.JobSpec` into a run on its provider and reports
+on it afterwards. It returns a :class:`~x_tui.compute.store.RunHandle` from ``submit`` and needs
 nothing else to find the run again, so a run submitted from one shell can be followed, fetched or
 cancelled from another. Optional abilities are declared in ``capabilities``, never discovered by
 catching ``NotImplementedError``.
@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, runtime_checkable
 
-from x_tui.compute.records import JsonValue, dumps_compact, write_atomic
-from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, new_run_id
+from x_tui.compute.worker.records import JsonValue, dumps_compact, write_atomic
+from x_tui.compute.worker.spec import JobSpec
 
 if TYPE_CHECKING:
     from x_tui.compute.launches import RunLaunch

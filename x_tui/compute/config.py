@@ -9,7 +9,6 @@ break the others.
 from __future__ import annotations
 
 import difflib
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
@@ -19,21 +18,20 @@ import tomlkit
 import tomlkit.exceptions
 
 from x_tui.compute.dependencies import read_dependencies
-from x_tui.compute.errors import ConfigError, NoComputeTable, UnknownJobError
-from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS, JobExtensions
-from x_tui.compute.log_metrics import compile_patterns
+from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS, JobExtensions, ResourceRequest
 from x_tui.compute.overlays import OVERLAY_TABLE, merge_overlay
-from x_tui.compute.records import JsonValue, RecordError, dump_record, read_record
 from x_tui.compute.resources import (
     ResourceError,
-    ResourceRequest,
     parse_accelerators,
     parse_duration,
     read_resources_table,
 )
 from x_tui.compute.retries import read_retries
 from x_tui.compute.secrets import read_secrets
-from x_tui.compute.spec import (
+from x_tui.compute.worker.errors import ConfigError, NoComputeTable, UnknownJobError, did_you_mean
+from x_tui.compute.worker.log_metrics import compile_patterns
+from x_tui.compute.worker.records import JsonValue, RecordError, dump_record, read_record
+from x_tui.compute.worker.spec import (
     Accelerator,
     JaxRuntime,
     JobSpec,
@@ -41,7 +39,7 @@ from x_tui.compute.spec import (
     discover_examples,
     example_tasks,
 )
-from x_tui.compute.telemetry import WatchSettings
+from x_tui.compute.worker.telemetry import WatchSettings
 
 PYPROJECT = "pyproject.toml"
 TABLE = "tool.substrax.compute"
@@ -180,13 +178,6 @@ def _table_of_tables(
         if not isinstance(inner, dict):
             raise ConfigError(f"{config.where(key)} {name}: expected a table, got {inner!r}")
     return value
-
-
-def did_you_mean(key: str, accepted: tuple[str, ...] | list[str]) -> str:
-    """``"; did you mean 'x'? (accepted: ...)"`` for a refused key."""
-    close = difflib.get_close_matches(key, list(accepted), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{hint} (accepted: {', '.join(accepted)})"
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -424,22 +415,3 @@ def _tasks(
         except ValueError as error:
             raise ConfigError(f"{where} commands.{task_name}: {error}") from None
     return tuple(tasks)
-
-
-_ACCELERATOR = re.compile(r"(?P<kind>[^:]+)(?::(?P<count>\d+))?")
-
-
-def parse_accelerator(text: str) -> Accelerator:
-    """Read an accelerator written as KIND or KIND:COUNT, such as ``H100:8``.
-
-    Raises:
-        ConfigError: If ``text`` is not of that form.
-    """
-    match = _ACCELERATOR.fullmatch(text.strip())
-    message = f"accelerator '{text}' is not KIND or KIND:COUNT, such as 'L4' or 'H100:8'"
-    if match is None:
-        raise ConfigError(message)
-    try:
-        return Accelerator(kind=match["kind"], count=int(match["count"] or 1))
-    except ValueError as error:
-        raise ConfigError(f"{message}: {error}") from None

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from x_tui.compute.errors import ConfigError
-from x_tui.compute.records import JsonValue, RecordError, read_record
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import JsonValue, RecordError, read_record
 
 KEY = "dependencies"
 """The job table's key."""

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from x_tui.compute.extensions import AcceleratorChoice, ResourceRequest
-from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import ResourceError
+from x_tui.compute.worker.records import JsonValue
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -4,8 +4,8 @@ A :class:`ResourceRequest` holds the accelerator alternatives, whether a kind is
 nodes a shape spans and a CPU total. It travels beside the ``JobSpec`` (``ResolvedJob`` in
 :mod:`x_tui.compute.config`), never inside it: ``spec.json`` stays readable by substrax, whose
 readers refuse unknown keys. Its :meth:`~ResourceRequest.to_resources` is the ``Resources`` the
-spec holds. These are records: :func:`~x_tui.compute.records.dump_record` writes them and
-:func:`~x_tui.compute.records.read_record` reads them back, validated.
+spec holds. These are records: :func:`~x_tui.compute.worker.records.dump_record` writes them and
+:func:`~x_tui.compute.worker.records.read_record` reads them back, validated.
 
 The grammar that reads them from what users write is :mod:`x_tui.compute.resources`.
 
@@ -21,11 +21,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from x_tui.compute.dependencies import Dependencies
-from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.retries import RetryPolicy
 from x_tui.compute.secrets import SecretsRequest
-from x_tui.compute.spec import Accelerator, Resources
-from x_tui.compute.telemetry import WatchSettings
+from x_tui.compute.worker.records import JsonValue, dump_record
+from x_tui.compute.worker.spec import Accelerator, Resources
+from x_tui.compute.worker.telemetry import WatchSettings
 
 
 def _is_number(value: object) -> bool:

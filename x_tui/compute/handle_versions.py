@@ -52,7 +52,11 @@ class HandleChoice:
 
 
 def settings_file() -> Path:
-    """x-tui's settings file: ``$X_TUI_CONFIG``, else ``<user config dir>/x-tui/config.toml``."""
+    """x-tui's settings file: ``$X_TUI_CONFIG``, else ``<user config dir>/x-tui/config.toml``.
+
+    The one place it is named: the TUI's settings (``app/settings.py``) and the handle version
+    read the same file.
+    """
     explicit = os.environ.get(CONFIG_ENV)
     if explicit:
         return Path(explicit)

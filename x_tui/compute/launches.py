@@ -31,10 +31,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Final
 
-from x_tui.compute.errors import UserError
-from x_tui.compute.record_files import RECORD_BYTES, read_record_dir, read_record_file
-from x_tui.compute.records import JsonValue, RecordError, dumps_pretty, read_record, write_atomic
 from x_tui.compute.store import RUN_ID_PATTERN, RunHandle, RunStore, check_run_id
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.record_files import RECORD_BYTES, read_record_dir, read_record_file
+from x_tui.compute.worker.records import (
+    JsonValue,
+    RecordError,
+    dumps_pretty,
+    read_record,
+    write_atomic,
+)
 
 LAUNCH_VERSION: Final = 1
 SUBMITTING: Final = "submitting"

@@ -15,8 +15,8 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.sanitize import cap_line, decode, plain
+from x_tui.compute.worker.errors import UserError
 
 _SEARCH_CHUNK = 1 << 20
 """Bytes read per search step."""

@@ -17,8 +17,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Protocol, cast
 
-from x_tui.compute.errors import UserError
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.records import JsonValue
 
 if TYPE_CHECKING:
     from x_tui.compute.estimate import AcceleratorOffer, CostEstimate
@@ -79,8 +79,8 @@ def backend_offers(name: str, settings: Mapping[str, JsonValue] | None = None) -
     Raises:
         UnknownBackendError: If no such backend is registered.
     """
-    from x_tui.compute.errors import UnknownBackendError
     from x_tui.compute.registry import load_backend
+    from x_tui.compute.worker.errors import UnknownBackendError
 
     try:
         built: object = load_backend(name, settings or {})

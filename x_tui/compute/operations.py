@@ -31,19 +31,16 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from x_tui.compute.errors import BadRecordError, ConfigError, NoComputeTable, UserError
 from x_tui.compute.extensions import JobExtensions
 from x_tui.compute.handle_versions import HandleChoice, choose_handle_version
 from x_tui.compute.offers import (
-    BackendOffers,
-    backend_names,
-    backend_offers,
     check_backend_offer,
     estimate_for,
 )
-from x_tui.compute.records import JsonValue
-from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
+from x_tui.compute.worker.errors import BadRecordError, ConfigError, NoComputeTable, UserError
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec
 
 if TYPE_CHECKING:
     from x_tui.compute.backend import ComputeBackend
@@ -52,11 +49,6 @@ if TYPE_CHECKING:
     from x_tui.compute.extensions import ResourceRequest
     from x_tui.compute.launches import LaunchBook, LaunchRecord, RunLaunch, StoredLaunches
 
-__all__ = [
-    "BackendOffers", "JobList", "Project", "RunPlan", "backend_for", "backend_names",
-    "backend_offers", "fetch_root", "list_jobs", "locate_project", "open_project", "plan_run",
-    "read_launches", "submit_run",
-]  # fmt: skip
 
 PYPROJECT = "pyproject.toml"
 
@@ -535,8 +527,8 @@ def backend_for(handle: RunHandle) -> ComputeBackend:
         BackendUnavailableError: If its module cannot be imported.
         BadRecordError: If the backend refuses the handle's settings.
     """
-    from x_tui.compute.errors import BackendUnavailableError, UnknownBackendError
     from x_tui.compute.registry import load_backend
+    from x_tui.compute.worker.errors import BackendUnavailableError, UnknownBackendError
 
     try:
         return load_backend(handle.backend, handle.settings)
@@ -561,8 +553,8 @@ def _build_backend(
     name: str, settings: Mapping[str, JsonValue], *, where: str, source: str | None = None
 ) -> ComputeBackend:
     """Load a backend, naming where its settings come from in a refusal of them."""
-    from x_tui.compute.errors import BackendUnavailableError, UnknownBackendError
     from x_tui.compute.registry import load_backend
+    from x_tui.compute.worker.errors import BackendUnavailableError, UnknownBackendError
 
     try:
         return load_backend(name, settings)

@@ -30,7 +30,7 @@ import stat
 import tempfile
 from pathlib import Path, PurePosixPath
 
-from x_tui.compute.errors import UserError
+from x_tui.compute.worker.errors import UserError
 
 READ_LIMIT = 64 << 20
 """The most :func:`read_output` reads of one file unless told otherwise (64 MiB)."""

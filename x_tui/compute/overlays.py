@@ -21,7 +21,6 @@ from functools import partial
 from typing import Any
 
 from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS
-from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import (
     MEMORY_KEYS,
     ResourceError,
@@ -30,6 +29,7 @@ from x_tui.compute.resources import (
     parse_duration,
     parse_memory,
 )
+from x_tui.compute.worker.records import JsonValue
 
 OVERLAY_TABLE = "tool.x-tui.jobs"
 """Where x-tui's overlay of each job lives in pyproject.toml."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.records import JsonValue
 
 WARNING_KEY = "warning"
 """The key of a plan's warning."""

@@ -28,7 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from x_tui.compute.estimate import AcceleratorOffer
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.records import JsonValue
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

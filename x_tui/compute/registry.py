@@ -7,12 +7,12 @@ a third-party one load the same way. A backend's module is imported only when it
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from importlib.metadata import EntryPoint, EntryPoints, entry_points
 
 from x_tui.compute.backend import ComputeBackend
-from x_tui.compute.errors import BackendUnavailableError, UnknownBackendError
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.errors import BackendUnavailableError, UnknownBackendError, close_name
+from x_tui.compute.worker.records import JsonValue
 
 GROUP = "x_tui.backends"
 """The entry-point group backends register in."""
@@ -30,14 +30,6 @@ def _by_name(discover: Discover) -> dict[str, EntryPoint]:
 def backend_names(*, discover: Discover = entry_points) -> tuple[str, ...]:
     """The names of the registered backends, sorted."""
     return tuple(sorted(_by_name(discover)))
-
-
-def close_name(name: str, names: Iterable[str]) -> str:
-    """``"; did you mean 'x'?"`` when one of ``names`` is close to ``name``, else ``""``."""
-    import difflib
-
-    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
-    return f"; did you mean {close[0]!r}?" if close else ""
 
 
 def load_backend(

@@ -5,7 +5,7 @@ line and the TUI's submit screen. It accepts what substrax, urun, Nodus and Oute
 write (``"h100:8"``, ``"H100!"``, ``["H100:8", "A100-80GB:8"]``, ``cpu = "8:128"``,
 ``memory = "32Gi"``, ``memory_bytes = 17179869184``, ``"1h30m"``) and reads it into a
 :class:`ResourceRequest`. Its :meth:`~ResourceRequest.to_resources` is the substrax
-:class:`~x_tui.compute.spec.Resources` a ``spec.json`` holds; what substrax cannot say (the
+:class:`~x_tui.compute.worker.spec.Resources` a ``spec.json`` holds; what substrax cannot say (the
 alternatives, ``exact``, the node count, the CPU total) stays in the request, never in the spec.
 
 Every refusal is a :class:`ResourceError` naming the value it got and the accepted forms. This
@@ -22,23 +22,15 @@ from collections.abc import Callable, Mapping
 from functools import partial
 from typing import Any, TypeVar
 
-from x_tui.compute.errors import ConfigError
 from x_tui.compute.extensions import (
     AcceleratorChoice,
     AcceleratorRequest,
     CpuRequest,
     ResourceRequest,
 )
-from x_tui.compute.records import JsonValue, RecordError, read_record
-from x_tui.compute.spec import Accelerator, Resources
-
-__all__ = [
-    "ACCELERATOR_FORMS", "CPU_FORMS", "DURATION_FORMS", "GPUS_PER_NODE", "GPU_KINDS", "KINDS",
-    "MEMORY_FORMS", "MEMORY_KEYS", "RESOURCE_KEYS", "TPU_KINDS", "AcceleratorChoice",
-    "AcceleratorRequest", "CpuRequest", "ResourceError", "ResourceRequest", "canonical_kind",
-    "check_placement", "parse_accelerator", "parse_accelerators", "parse_cpu", "parse_duration",
-    "parse_memory", "read_resources_table", "request_from_resources",
-]  # fmt: skip
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import JsonValue, RecordError, read_record
+from x_tui.compute.worker.spec import Accelerator, Resources
 
 GPUS_PER_NODE = 8
 """One node's worth of GPUs: a larger count spans ``ceil(count / 8)`` nodes."""

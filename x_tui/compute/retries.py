@@ -10,7 +10,7 @@ until it succeeds or its attempts run out. The worker does the trying (``--retri
 object ``{"<task>": more attempts}``): :meth:`RetryPolicy.worker_table` is that object and
 :func:`write_retries_file` writes it beside the staged run. Every attempt is recorded in
 ``<outputs>/attempts.json`` and an earlier attempt's logs are kept under
-``<outputs>/attempts/<task>/<n>/`` (see :mod:`x_tui.compute.attempts`); the manifest keeps
+``<outputs>/attempts/<task>/<n>/`` (see :mod:`x_tui.compute.worker.attempts`); the manifest keeps
 substrax's layout.
 
 This module reads and writes the declaration only; it never runs a task.
@@ -18,15 +18,14 @@ This module reads and writes the declaration only; it never runs a task.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.errors import ConfigError
-from x_tui.compute.records import JsonValue, write_atomic
-from x_tui.compute.spec import check_name
+from x_tui.compute.worker.errors import ConfigError, did_you_mean
+from x_tui.compute.worker.records import JsonValue, write_atomic
+from x_tui.compute.worker.spec import check_name
 
 KEY = "retries"
 """The job table's key."""
@@ -39,13 +38,6 @@ MAX_RETRIES = 100
 
 _TABLE_KEYS = ("default", "tasks")
 _FORMS = "a count such as 2, or a table such as { default = 1, tasks = { train = 3 } }"
-
-
-def did_you_mean(key: str, accepted: Sequence[str]) -> str:
-    """``"; did you mean 'x'? (accepted: ...)"`` for a refused key or name."""
-    close = difflib.get_close_matches(key, list(accepted), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{hint} (accepted: {', '.join(accepted) or 'none'})"
 
 
 def _check_count(where: str, count: object) -> int:
@@ -214,8 +206,8 @@ def parse_attempts(text: str | bytes, *, where: str = ATTEMPTS_NAME) -> tuple[At
     Raises:
         RecordError: If it is not JSON, or not an array of attempts; the message says where.
     """
-    from x_tui.compute.record_files import RECORD_BYTES, parse_json
-    from x_tui.compute.records import RecordError, read_record
+    from x_tui.compute.worker.record_files import RECORD_BYTES, parse_json
+    from x_tui.compute.worker.records import RecordError, read_record
 
     try:
         data = parse_json(text, max_bytes=RECORD_BYTES)

@@ -26,10 +26,10 @@ from x_tui.compute.extensions import (
     ResourceRequest,
 )
 from x_tui.compute.prices import table_for
-from x_tui.compute.records import JsonValue
-from x_tui.compute.spec import Resources
-from x_tui.compute.telemetry import DEFAULT_STALL_SECONDS
 from x_tui.compute.telemetry_read import Sample, Telemetry
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import Resources
+from x_tui.compute.worker.telemetry import DEFAULT_STALL_SECONDS
 
 IDLE_PERCENT = 0.0
 """A GPU at or below this utilisation is idle."""

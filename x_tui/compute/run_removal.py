@@ -25,8 +25,8 @@ from x_tui.compute.backend import (
     RunState,
     capabilities_of,
 )
-from x_tui.compute.errors import UserError
 from x_tui.compute.store import RunHandle, RunStore, backend_state_dir
+from x_tui.compute.worker.errors import UserError
 
 _BACKEND_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_-]*")
 """A backend's name as a directory name: no separator, no dot."""

@@ -255,6 +255,27 @@ class LineCap:
         return result
 
 
+def one_line(text: str, limit: int = 600, *, keep_end: bool = False) -> str:
+    """A provider's or a tool's message on one line, shortened, for an error message.
+
+    Whitespace runs (newlines included) fold into one space; the text is not otherwise cleaned
+    (an error message is rendered as plain text, never as markup).
+
+    Args:
+        text: The message.
+        limit: Characters kept at most.
+        keep_end: Keep the last ``limit`` characters (a tool's standard error ends with what went
+            wrong) instead of the first.
+
+    Returns:
+        The folded text, cut with :data:`CUT_MARK` where it was longer than ``limit``.
+    """
+    folded = " ".join(text.split())
+    if len(folded) <= limit:
+        return folded
+    return CUT_MARK + folded[-limit:] if keep_end else folded[:limit] + CUT_MARK
+
+
 def cap_line(line: str, limit: int = MAX_LINE_CHARS) -> tuple[str, bool]:
     """Cut one line (no newline in it) to at most ``limit`` characters of each of its parts.
 

@@ -25,8 +25,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
-from x_tui.compute.errors import ConfigError, UserError
-from x_tui.compute.records import JsonValue, RecordError, read_record
+from x_tui.compute.worker.errors import ConfigError, UserError
+from x_tui.compute.worker.records import JsonValue, RecordError, read_record
 
 KEY = "secrets"
 """The job table's key."""

@@ -24,15 +24,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from x_tui.compute.errors import BadRecordError, RunNotFoundError
-from x_tui.compute.record_files import (
+from x_tui.compute.store_index import INDEX_NAME, HandleFields, indexed_runs
+from x_tui.compute.worker.errors import BadRecordError, RunNotFoundError
+from x_tui.compute.worker.record_files import (
     HANDLE_BYTES,
     MAX_REASON,
     misfiled_reason,
     read_json_file,
     read_record_file,
 )
-from x_tui.compute.records import (
+from x_tui.compute.worker.records import (
     JsonValue,
     RecordError,
     dump_record,
@@ -41,8 +42,7 @@ from x_tui.compute.records import (
     read_record,
     write_atomic,
 )
-from x_tui.compute.spec import check_name
-from x_tui.compute.store_index import INDEX_NAME, HandleFields, indexed_runs
+from x_tui.compute.worker.spec import check_name
 
 HANDLE_VERSION = 2
 """The handle layout this release writes by default: with the frozen ``settings``."""
@@ -536,7 +536,7 @@ def project_settings(project: Path, backend: str) -> dict[str, JsonValue]:
             refuses the run then too); the message says the settings come from the project.
     """
     from x_tui.compute.config import PYPROJECT, read_compute_config
-    from x_tui.compute.errors import UserError
+    from x_tui.compute.worker.errors import UserError
 
     path = project / PYPROJECT
     try:

@@ -31,8 +31,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from x_tui.compute.record_files import UnreadableRecordError, read_cache_file
-from x_tui.compute.records import RecordError, write_atomic
+from x_tui.compute.worker.record_files import UnreadableRecordError, read_cache_file
+from x_tui.compute.worker.records import RecordError, write_atomic
 
 INDEX_NAME = "runs-index.json"
 """The index's file, in ``<state>/x-tui/``."""

@@ -14,8 +14,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.operations import Project, RunPlan, plan_run, submit_run
+from x_tui.compute.worker.errors import UserError
 
 if TYPE_CHECKING:
     from x_tui.compute.store import RunStore

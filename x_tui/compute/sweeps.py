@@ -21,17 +21,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from x_tui.compute.errors import BadRecordError, UserError
-from x_tui.compute.record_files import (
+from x_tui.compute.secrets import ENV_NAME, RESERVED_NAMES, RESERVED_PREFIXES
+from x_tui.compute.store import default_state_dir
+from x_tui.compute.worker.errors import BadRecordError, UserError
+from x_tui.compute.worker.record_files import (
     RECORD_BYTES,
     misfiled_reason,
     read_record_dir,
     read_record_file,
 )
-from x_tui.compute.records import dumps_pretty, read_record, write_atomic
-from x_tui.compute.secrets import ENV_NAME, RESERVED_NAMES, RESERVED_PREFIXES
-from x_tui.compute.spec import JobSpec, check_name
-from x_tui.compute.store import default_state_dir
+from x_tui.compute.worker.records import dumps_pretty, read_record, write_atomic
+from x_tui.compute.worker.spec import JobSpec, check_name
 
 SWEEP_VERSION = 1
 """The layout of a sweep record this release writes and reads."""

@@ -13,7 +13,7 @@ import json
 import math
 from dataclasses import dataclass, field
 
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.records import JsonValue
 
 READ_LIMIT = 16 << 20
 """Bytes of a side file read at most (the worker keeps them near a megabyte)."""

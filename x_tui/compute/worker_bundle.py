@@ -1,8 +1,8 @@
 """The worker as one zipapp that any Python 3.10+ starts, wherever x-tui is not installed.
 
 Every backend ships the same bytes: ``python worker.pyz --spec spec.json --project . --outputs
-DIR``. The archive holds only the standard-library modules the worker needs, so it runs inside
-the user's project environment without x-tui or any of its dependencies.
+DIR``. The archive holds the :mod:`x_tui.compute.worker` subpackage, standard library only, so it
+runs inside the user's project environment without x-tui or any of its dependencies.
 """
 
 from __future__ import annotations
@@ -18,29 +18,22 @@ WORKER_NAME = "worker.pyz"
 """The file name the worker zipapp is given beside a staged run."""
 
 _PACKAGE = Path(__file__).resolve().parent.parent
-_MODULES = (
-    "__init__.py",
-    "compute/__init__.py",
-    "compute/records.py",
-    "compute/errors.py",
-    "compute/record_files.py",
-    "compute/spec.py",
-    "compute/manifest.py",
-    "compute/worker.py",
-    "compute/probe.py",
-    "compute/children.py",
-    "compute/environment.py",
-    "compute/run_processes.py",
-    "compute/attempts.py",
-    "compute/echo.py",
-    "compute/line_assembly.py",
-    "compute/log_times.py",
-    "compute/log_metrics.py",
-    "compute/telemetry.py",
-)
+_SHIPPED = Path(__file__).resolve().parent / "worker"
+"""The worker subpackage: every module in it ships, and nothing else of x-tui."""
+
+
+def _modules() -> list[Path]:
+    """The files the zipapp holds: the package markers above the worker and the subpackage."""
+    return [
+        _PACKAGE / "__init__.py",
+        _PACKAGE / "compute" / "__init__.py",
+        *sorted(_SHIPPED.glob("*.py")),
+    ]
+
+
 _MAIN = b"""import sys
-from x_tui.compute.run_processes import become_subreaper
-from x_tui.compute.worker import main
+from x_tui.compute.worker.run_processes import become_subreaper
+from x_tui.compute.worker.main import main
 # Whatever a task leaves behind, setsid grandchildren included, stays below the worker. Only here,
 # where the worker is a program of its own: main() called inside another process must not make
 # that process the subreaper of everything it starts.
@@ -54,10 +47,11 @@ def worker_zipapp_bytes() -> bytes:
     """The zipapp's bytes, built once per process from the installed modules."""
     buffer = io.BytesIO()
     with zipfile.ZipFile(buffer, "w", compression=zipfile.ZIP_DEFLATED) as archive:
-        for relative in _MODULES:
+        for module in _modules():
+            relative = module.relative_to(_PACKAGE).as_posix()
             info = zipfile.ZipInfo(f"x_tui/{relative}", date_time=(2020, 1, 1, 0, 0, 0))
             info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, (_PACKAGE / relative).read_bytes())
+            archive.writestr(info, module.read_bytes())
         main = zipfile.ZipInfo("__main__.py", date_time=(2020, 1, 1, 0, 0, 0))
         archive.writestr(main, _MAIN)
     return b"#!/usr/bin/env python3\n" + buffer.getvalue()

@@ -1,30 +1,6 @@
-"""Test helpers for x-tui's backends and third-party ones: the :class:`BackendContract`.
+"""Test helpers for x-tui's backends and third-party ones.
 
-Importing this package needs pytest and imports no Textual.
+:mod:`x_tui.testing.contract` holds the :class:`~x_tui.testing.contract.BackendContract` a
+backend's tests inherit; :mod:`x_tui.testing.hostile_store` builds a store of malformed entries.
+Importing them needs pytest and imports no Textual.
 """
-
-from __future__ import annotations
-
-from x_tui.testing.contract import (
-    POLL_SECONDS,
-    SCRIPTS,
-    TASK_SECONDS,
-    WAIT_SECONDS,
-    BackendContract,
-    check,
-    contract_spec,
-    wait_for_line,
-    wait_until_final,
-)
-
-__all__ = [
-    "POLL_SECONDS",
-    "SCRIPTS",
-    "TASK_SECONDS",
-    "WAIT_SECONDS",
-    "BackendContract",
-    "check",
-    "contract_spec",
-    "wait_for_line",
-    "wait_until_final",
-]

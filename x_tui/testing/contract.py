@@ -22,10 +22,10 @@ from pathlib import Path
 import pytest
 
 from x_tui.compute.backend import ComputeBackend, RunState
-from x_tui.compute.errors import UserError
-from x_tui.compute.manifest import MANIFEST_NAME, MANIFEST_VERSION, TaskStatus, load_manifest
-from x_tui.compute.spec import JobSpec, Task
 from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.manifest import MANIFEST_NAME, MANIFEST_VERSION, TaskStatus, load_manifest
+from x_tui.compute.worker.spec import JobSpec, Task
 
 TASK_SECONDS = 120.0
 """Each task's budget."""
@@ -314,7 +314,7 @@ class BackendContract:
         """A task's symbolic link to ``/etc`` is not fetched as a link or as /etc's files.
 
         A backend may refuse the whole fetch or copy the rest; either way it says so with a
-        :class:`~x_tui.compute.errors.UserError`, or leaves the link out silently.
+        :class:`~x_tui.compute.worker.errors.UserError`, or leaves the link out silently.
         """
         backend = self.make_backend(state_dir)
         handle = self.submit_job(submitted, backend, project, "links")

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from x_tui.compute.record_files import MANIFEST_BYTES, RECORD_BYTES
-from x_tui.compute.records import dump_record
 from x_tui.compute.store import RunHandle
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun
+from x_tui.compute.worker.record_files import MANIFEST_BYTES, RECORD_BYTES
+from x_tui.compute.worker.records import dump_record
 
 GOOD_RUNS = 5
 """How many good runs the store holds (four more have a hostile manifest)."""

@@ -17,7 +17,7 @@ from textual.containers import Horizontal
 from textual.message import Message
 from textual.widgets import Input, Static
 
-from x_tui.compute.logindex import SearchQuery
+from x_tui.compute.logindex_search import SearchQuery
 
 Mode = Literal["search", "filter", "save"]
 """What the bar asks for."""

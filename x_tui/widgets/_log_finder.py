@@ -12,7 +12,8 @@ from collections.abc import Callable
 from rich.text import Text
 from textual.widget import Widget
 
-from x_tui.compute.logindex import ERROR_QUERY, LogIndex, SearchQuery
+from x_tui.compute.logindex import LogIndex
+from x_tui.compute.logindex_search import ERROR_QUERY, SearchQuery
 from x_tui.widgets._log_lines import LogLines
 from x_tui.widgets._log_search import FilterRows, LineSearch
 

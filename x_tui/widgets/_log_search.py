@@ -22,7 +22,8 @@ from functools import partial
 
 from textual.widget import Widget
 
-from x_tui.compute.logindex import LogIndex, SearchQuery
+from x_tui.compute.logindex import LogIndex
+from x_tui.compute.logindex_search import SearchQuery
 
 BATCH_SECONDS = 0.05
 """How long a search thread collects matches before handing them to the UI."""

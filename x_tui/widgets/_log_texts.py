@@ -15,8 +15,8 @@ from rich.style import Style
 from rich.text import Text
 from textual.cache import LRUCache
 
-from x_tui.compute.line_assembly import CONTINUED_MARK
 from x_tui.compute.logindex import LogIndex
+from x_tui.compute.worker.line_assembly import CONTINUED_MARK
 from x_tui.widgets.safe_text import ansi_text_counted
 
 _CONTINUED = CONTINUED_MARK.decode()

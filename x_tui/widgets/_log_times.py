@@ -1,6 +1,6 @@
 """Receive times in the log view (``t``): each line prefixed with when the worker received it.
 
-The times come from the log's side file (``<log>.times``, :mod:`x_tui.compute.log_times`),
+The times come from the log's side file (``<log>.times``, :mod:`x_tui.compute.worker.log_times`),
 which the worker writes beside ``worker.log`` (and the log spool beside a remote run's copy). A
 log without one (a task's own ``stdout.log``, a run substrax started) gets a toast saying so, and
 the view is left as it is. The view's lines ask :class:`LineStamps` for a line's stamp by the
@@ -14,7 +14,7 @@ from pathlib import Path
 
 from textual.cache import LRUCache
 
-from x_tui.compute.log_times import LogTimes, times_path
+from x_tui.compute.worker.log_times import LogTimes, times_path
 
 STAMP_CACHE = 4096
 """Stamps kept, by line offset."""

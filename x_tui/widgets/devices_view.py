@@ -18,8 +18,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from x_tui.compute.backend import RunState
-from x_tui.compute.manifest import RunDevices
-from x_tui.compute.spec import Accelerator, Resources
+from x_tui.compute.worker.manifest import RunDevices
+from x_tui.compute.worker.spec import Accelerator, Resources
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_memory
 

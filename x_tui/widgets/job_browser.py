@@ -26,9 +26,9 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.operations import JobList
-from x_tui.compute.spec import JobSpec
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds, resources_text
 

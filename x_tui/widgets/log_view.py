@@ -27,9 +27,9 @@ from textual.timer import Timer
 from textual.widget import Widget
 from textual.widgets import Static
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.logindex import IndexChange, LogIndex
 from x_tui.compute.logindex_search import SearchQuery
+from x_tui.compute.worker.errors import UserError
 from x_tui.widgets._log_bar import SearchBar
 from x_tui.widgets._log_export import (
     default_save_path,

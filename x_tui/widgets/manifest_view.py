@@ -23,7 +23,7 @@ from textual.message import Message
 from textual.widgets import DataTable, Static
 
 from x_tui.compute.backend import RunState
-from x_tui.compute.manifest import JobManifest, TaskOutcome, TaskStatus
+from x_tui.compute.worker.manifest import JobManifest, TaskOutcome, TaskStatus
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds
 

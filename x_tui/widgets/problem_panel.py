@@ -11,7 +11,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import Static
 
-from x_tui.compute.errors import NoComputeTable, UserError
+from x_tui.compute.worker.errors import NoComputeTable, UserError
 from x_tui.widgets.safe_text import safe_text
 
 

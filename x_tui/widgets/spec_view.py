@@ -16,7 +16,7 @@ from rich.table import Table
 from rich.text import Text
 from textual.widgets import Static
 
-from x_tui.compute.spec import JobSpec, Resources
+from x_tui.compute.worker.spec import JobSpec, Resources
 from x_tui.widgets.safe_text import safe_text
 
 

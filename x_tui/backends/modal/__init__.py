@@ -1,8 +1,8 @@
 """The modal backend: runs a job on Modal (https://modal.com); needs ``x-tui[modal]``.
 
-Registered as ``modal`` (``x_tui.backends.modal:ModalBackend``). Choosing it imports no ``modal``:
-that happens only when a run is submitted or followed, so ``x-tui plan --backend modal`` works
-without an account, and without the extra the backend says how to install it.
+Registered as ``modal`` (``x_tui.backends.modal.backend:ModalBackend``). Choosing it imports no
+``modal``: that happens only when a run is submitted or followed, so ``x-tui plan --backend modal``
+works without an account, and without the extra the backend says how to install it.
 
 Settings, from ``[tool.substrax.compute.backends.modal]``:
 
@@ -18,13 +18,6 @@ Modules: :mod:`.settings` (the table), :mod:`.credentials` (a token, found witho
 :mod:`.request` (the image layers, function options and Volumes, made without Modal),
 :mod:`.ignore` (the project files the image leaves out),
 :mod:`.container` (the function run in the container, pickled by value), :mod:`.sdk` (the only
-import of ``modal``), :mod:`.deadline`, :mod:`.logs` (``modal app logs``), :mod:`.outputs`
+import of ``modal``, and its errors), :mod:`.logs` (``modal app logs``), :mod:`.outputs`
 (reading the outputs Volume), :mod:`.backend` (``ModalBackend``).
 """
-
-from __future__ import annotations
-
-from x_tui.backends.modal.backend import ModalBackend
-from x_tui.backends.modal.settings import ModalSettings
-
-__all__ = ["ModalBackend", "ModalSettings"]

@@ -29,7 +29,6 @@ from typing import Any, ClassVar, Final
 
 from x_tui.backends.modal import credentials, logs, outputs, sdk
 from x_tui.backends.modal.container import container_function
-from x_tui.backends.modal.deadline import call_with_deadline
 from x_tui.backends.modal.request import (
     OUTPUTS_DIR,
     PROJECT_DIR,
@@ -38,23 +37,23 @@ from x_tui.backends.modal.request import (
     build_request,
 )
 from x_tui.backends.modal.settings import ModalSettings
-from x_tui.compute import prices
+from x_tui.compute import deadline, prices
 from x_tui.compute.backend import Capability, RunState, new_run
-from x_tui.compute.errors import (
+from x_tui.compute.estimate import AcceleratorOffer, check_offer
+from x_tui.compute.extensions import JobExtensions, ResourceRequest
+from x_tui.compute.launches import LaunchRecord, RunLaunch
+from x_tui.compute.resources import request_from_resources
+from x_tui.compute.secrets import SecretValues
+from x_tui.compute.store import RunHandle, backend_state_dir, run_id_time
+from x_tui.compute.worker.errors import (
     BackendUnavailableError,
     BadRecordError,
     ProviderError,
     UserError,
 )
-from x_tui.compute.estimate import AcceleratorOffer, check_offer
-from x_tui.compute.extensions import JobExtensions, ResourceRequest
-from x_tui.compute.launches import LaunchRecord, RunLaunch
-from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
-from x_tui.compute.records import JsonValue, RecordError, dumps_compact
-from x_tui.compute.resources import request_from_resources
-from x_tui.compute.secrets import SecretValues
-from x_tui.compute.spec import JobSpec
-from x_tui.compute.store import RunHandle, backend_state_dir, run_id_time
+from x_tui.compute.worker.manifest import MANIFEST_NAME, parse_manifest
+from x_tui.compute.worker.records import JsonValue, RecordError, dumps_compact
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.compute.worker_bundle import WORKER_NAME, worker_digest, worker_zipapp_bytes
 
 NAME: Final = "modal"
@@ -316,8 +315,12 @@ class ModalBackend:
 
     def _ask(self, call: Any, what: str, *, seconds: float | None = None) -> Any:
         try:
-            return call_with_deadline(
-                call, seconds=self.rpc_seconds if seconds is None else seconds, what=what
+            wait = self.rpc_seconds if seconds is None else seconds
+            return deadline.call_with_deadline(
+                call,
+                seconds=wait,
+                late=lambda: sdk.unanswered(wait, what),
+                name=f"x-tui modal: {what}",
             )
         except Exception as error:
             if sdk.is_modal_error(error):

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Final
 
-from x_tui.compute.errors import BackendUnavailableError
+from x_tui.compute.worker.errors import BackendUnavailableError
 
 SETUP: Final = (
     "run `modal token new` (or `uv run modal token new`) once, or set MODAL_TOKEN_ID and"

@@ -19,9 +19,9 @@ import time
 from collections.abc import Callable, Iterator
 from typing import IO, Final
 
-from x_tui.backends.modal.deadline import unanswered
-from x_tui.backends.modal.sdk import one_line
-from x_tui.compute.errors import ProviderError
+from x_tui.backends.modal.sdk import unanswered
+from x_tui.compute.sanitize import one_line
+from x_tui.compute.worker.errors import ProviderError
 
 MAX_RANGE: Final = dt.timedelta(days=34)
 """The longest range asked for without follow (Modal refuses more than 35 days)."""

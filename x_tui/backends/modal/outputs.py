@@ -18,9 +18,10 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from x_tui.backends.modal.deadline import iterate_with_deadline
-from x_tui.compute.errors import ProviderError
+from x_tui.backends.modal.sdk import unanswered
+from x_tui.compute.deadline import iterate_with_deadline
 from x_tui.compute.outputs import READ_LIMIT, OutputTooLargeError
+from x_tui.compute.worker.errors import ProviderError
 
 
 def relative_path(path: str) -> PurePosixPath:
@@ -60,8 +61,12 @@ def _missing(error: BaseException) -> bool:
 
 
 def _chunks(handle: Any, path: str, *, seconds: float) -> Iterator[bytes]:
+    what = f"reading {path}"
     return iterate_with_deadline(
-        lambda: handle.read_file(path), seconds=seconds, what=f"reading {path}"
+        lambda: handle.read_file(path),
+        seconds=seconds,
+        late=lambda: unanswered(seconds, what),
+        name=f"x-tui modal: {what}",
     )
 
 
@@ -124,7 +129,8 @@ def download_run(
             iterate_with_deadline(
                 lambda: handle.iterdir(run_id, recursive=True),
                 seconds=seconds,
-                what=f"listing {run_id} on the Volume {volume}",
+                late=lambda: unanswered(seconds, f"listing {run_id} on the Volume {volume}"),
+                name="x-tui modal: listing a run on the outputs Volume",
             )
         )
     except Exception as error:

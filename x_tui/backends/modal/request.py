@@ -41,12 +41,12 @@ from x_tui.backends.modal.ignore import ignore_patterns
 from x_tui.backends.modal.settings import TABLE, ModalSettings
 from x_tui.compute import prices
 from x_tui.compute.dependencies import Dependencies
-from x_tui.compute.errors import ConfigError
 from x_tui.compute.estimate import estimate_cost
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
-from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import check_placement, request_from_resources
-from x_tui.compute.spec import JobSpec, MountAccess
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec, MountAccess
 from x_tui.compute.worker_bundle import WORKER_NAME
 
 PROJECT_DIR: Final = "/project"

@@ -2,8 +2,8 @@
 
 ``modal`` is imported lazily, when a run is submitted or followed, never when the backend is
 chosen or a plan is made. Errors Modal raises become the user errors x-tui shows in one line:
-missing or refused credentials, an unreachable server, an image that did not build, an image
-builder too old for ``Image.uv_sync``.
+missing or refused credentials, an unreachable server or one that does not answer in time, an image
+that did not build, an image builder too old for ``Image.uv_sync``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,8 @@ from typing import Any, Final
 
 from x_tui.backends.modal.credentials import SETUP
 from x_tui.backends.modal.request import ModalRequest, VolumeMount
-from x_tui.compute.errors import BackendUnavailableError, ProviderError, UserError
+from x_tui.compute.sanitize import one_line
+from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError, UserError
 
 INSTALL_HINT: Final = (
     "the modal backend needs Modal; install it with uv add 'x-tui[modal]'"
@@ -29,6 +30,14 @@ BUILDER_HINT: Final = (
 )
 _BUILDER_TEXT: Final = "Image builder version"
 _MESSAGE_LENGTH: Final = 300
+
+
+def unanswered(seconds: float, what: str) -> ProviderError:
+    """The error of a Modal call that did not answer in time (Modal itself retries ~57 s)."""
+    return ProviderError(
+        f"Modal did not answer within {seconds:g} s while {what}; check this machine's network"
+        " connection to api.modal.com (or MODAL_SERVER_URL)"
+    )
 
 
 def modal_installed() -> bool:
@@ -49,12 +58,6 @@ def import_modal() -> ModuleType:
         return importlib.import_module("modal")
     except ImportError:
         raise BackendUnavailableError(INSTALL_HINT) from None
-
-
-def one_line(text: str) -> str:
-    """``text`` on one line, shortened: provider messages are shown as one line."""
-    line = " ".join(text.split())
-    return line if len(line) <= _MESSAGE_LENGTH else line[: _MESSAGE_LENGTH - 3] + "..."
 
 
 def build_image(modal: ModuleType, request: ModalRequest) -> Any:
@@ -122,7 +125,7 @@ def provider_error(error: BaseException, *, what: str) -> UserError:
     if isinstance(error, UserError):
         return error
     exception = importlib.import_module("modal.exception")
-    text = one_line(str(error)) or type(error).__name__
+    text = one_line(str(error), _MESSAGE_LENGTH) or type(error).__name__
     if _BUILDER_TEXT in str(error):
         return ProviderError(BUILDER_HINT)
     if isinstance(error, exception.AuthError):

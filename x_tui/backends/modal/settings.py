@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from x_tui.compute.errors import ConfigError
-from x_tui.compute.records import JsonValue
-from x_tui.compute.spec import NAME_PATTERN
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import NAME_PATTERN
 
 TABLE: Final = "[tool.substrax.compute.backends.modal]"
 """The settings table, as messages name it."""

@@ -1,11 +1,11 @@
 """The skypilot backend: runs a job through SkyPilot (https://docs.skypilot.ai) on its clouds.
 
-Registered as ``skypilot`` (``x_tui.backends.skypilot:SkyPilotBackend``). SkyPilot is a separate
-tool, installed in an environment of its own (``uv tool install "skypilot[gcp]"``) and never
-imported into x-tui's process: every operation (launch, queue, logs, cancel, teardown, catalog)
-runs ``sky_sdk.py`` in SkyPilot's own interpreter, which calls SkyPilot's public SDK and answers
-in JSON. Choosing the backend starts nothing, so ``x-tui plan --backend skypilot`` works without
-SkyPilot; without it the first operation that needs it says how to install it.
+Registered as ``skypilot`` (``x_tui.backends.skypilot.backend:SkyPilotBackend``). SkyPilot is a
+separate tool, installed in an environment of its own (``uv tool install "skypilot[gcp]"``) and
+never imported into x-tui's process: every operation (launch, queue, logs, cancel, teardown,
+catalog) runs ``sky_sdk.py`` in SkyPilot's own interpreter, which calls SkyPilot's public SDK and
+answers in JSON. Choosing the backend starts nothing, so ``x-tui plan --backend skypilot`` works
+without SkyPilot; without it the first operation that needs it says how to install it.
 
 Settings, from ``[tool.substrax.compute.backends.skypilot]`` (the seed's table, all optional but
 the transport): ``infra``, ``use_spot``, ``setup_commands``, ``sky``, ``sky_python``,
@@ -18,10 +18,3 @@ transport and its verified fetch), :mod:`.bridge` (x-tui's side of the bridge) a
 :mod:`.logs`, :mod:`.catalog` (accelerators and prices, offline), :mod:`.tools`,
 :mod:`.backend` (``SkyPilotBackend``).
 """
-
-from __future__ import annotations
-
-from x_tui.backends.skypilot.backend import CancelFailed, SkyPilotBackend
-from x_tui.backends.skypilot.settings import BucketSettings, CopySettings, SkyPilotSettings
-
-__all__ = ["BucketSettings", "CancelFailed", "CopySettings", "SkyPilotBackend", "SkyPilotSettings"]

@@ -42,15 +42,15 @@ from x_tui.backends.skypilot.settings import SkyPilotSettings
 from x_tui.backends.skypilot.task import TASK_NAME, cluster_name, task_for
 from x_tui.backends.skypilot.transports import BucketTransport, Transport
 from x_tui.compute.backend import Capability, RunState, new_run, stage_run
-from x_tui.compute.errors import ProviderError, UserError
 from x_tui.compute.estimate import AcceleratorOffer, check_offer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.launches import LaunchRecord, RunLaunch
-from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.retries import write_retries_file
 from x_tui.compute.secrets import SecretValues
-from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir, new_run_id
+from x_tui.compute.worker.errors import ProviderError, UserError
+from x_tui.compute.worker.records import JsonValue, dump_record
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 NAME: Final = "skypilot"

@@ -18,7 +18,7 @@ command: only the ``sky`` link is resolved, never the ``python`` (in a uv or pip
 environment ``bin/python`` links to the base interpreter, which cannot import ``sky``), and when
 there is no ``python`` beside it the ``sky`` script's ``#!`` line names it.
 
-Failures become :class:`~x_tui.compute.errors.UserError` subclasses with one line each:
+Failures become :class:`~x_tui.compute.worker.errors.UserError` subclasses with one line each:
 SkyPilot missing or unusable and no enabled cloud are ``BackendUnavailableError``; anything
 SkyPilot refused or did not answer in time is ``ProviderError``. A cluster SkyPilot does not
 know is :class:`ClusterGone`, which the backend handles.
@@ -42,8 +42,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Final
 
-from x_tui.compute.errors import BackendUnavailableError, ProviderError
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
+from x_tui.compute.worker.records import JsonValue
 
 SCRIPT: Final = Path(__file__).with_name("sky_sdk.py")
 """The bridge script SkyPilot's interpreter runs."""

@@ -16,10 +16,10 @@ from collections.abc import Callable, Hashable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
-from x_tui.compute.errors import UserError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import AcceleratorChoice, ResourceRequest
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.errors import UserError
+from x_tui.compute.worker.records import JsonValue
 
 if TYPE_CHECKING:
     from x_tui.backends.skypilot.bridge import Bridge

@@ -31,17 +31,18 @@ from x_tui.backends.skypilot import listing
 from x_tui.backends.skypilot.settings import CopySettings
 from x_tui.backends.skypilot.ssh_mux import shared_connection_options
 from x_tui.backends.skypilot.task import REMOTE_RUNS, cluster_name
-from x_tui.backends.skypilot.tools import one_line, run_tool
+from x_tui.backends.skypilot.tools import run_tool
 from x_tui.backends.skypilot.transports import relative_output, state_of_manifest
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import ConfigError, ProviderError, UserError
 from x_tui.compute.extensions import ResourceRequest
-from x_tui.compute.manifest import MANIFEST_NAME
 from x_tui.compute.outputs import OutputTooLargeError, read_output
-from x_tui.compute.record_files import RECORD_BYTES, read_json_file
-from x_tui.compute.records import JsonValue, write_atomic
-from x_tui.compute.spec import JobSpec, MountAccess
+from x_tui.compute.sanitize import one_line
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.errors import ConfigError, ProviderError, UserError
+from x_tui.compute.worker.manifest import MANIFEST_NAME
+from x_tui.compute.worker.record_files import RECORD_BYTES, read_json_file
+from x_tui.compute.worker.records import JsonValue, write_atomic
+from x_tui.compute.worker.spec import JobSpec, MountAccess
 
 FETCHED: Final = "fetched.json"
 """Beside a run's task file: where its last verified copy is."""
@@ -245,7 +246,7 @@ class CopyTransport:
         except (ValueError, KeyError, TypeError):
             raise ProviderError(
                 f"the listing of run {handle.run_id}'s outputs is not JSON: "
-                + one_line(output.decode("utf-8", "replace"))
+                + one_line(output.decode("utf-8", "replace"), keep_end=True)
             ) from None
         return entries if isinstance(entries, dict) else None
 

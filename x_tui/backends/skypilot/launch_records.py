@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from x_tui.compute.backend import RunState
-from x_tui.compute.record_files import RECORD_BYTES, read_json_file
-from x_tui.compute.records import RecordError, write_atomic
+from x_tui.compute.worker.record_files import RECORD_BYTES, read_json_file
+from x_tui.compute.worker.records import RecordError, write_atomic
 
 INTENT: Final = "launch.json"
 REQUEST: Final = "request.json"

@@ -17,9 +17,9 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Final
 
-from x_tui.compute.errors import BadRecordError
-from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
-from x_tui.compute.records import RecordError
+from x_tui.compute.worker.errors import BadRecordError
+from x_tui.compute.worker.manifest import MANIFEST_NAME, parse_manifest
+from x_tui.compute.worker.records import RecordError
 
 RAY_PREFIX: Final = re.compile(r"\((?:[^()\s]+,? )?(?:rank=\d+, )?pid=\d+(?:, ip=[^()\s]+)?\) ")
 """What Ray puts before each line a task writes."""

@@ -15,11 +15,11 @@ from pathlib import Path
 from x_tui.backends.skypilot import catalog
 from x_tui.backends.skypilot.task import cluster_name
 from x_tui.backends.skypilot.transports import Transport
-from x_tui.compute.errors import ConfigError
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
-from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import check_placement, request_from_resources
-from x_tui.compute.spec import JobSpec
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec
 
 
 def check_job(

@@ -14,9 +14,9 @@ from typing import Final
 from x_tui.backends.skypilot.bridge import Bridge, ClusterGone
 from x_tui.backends.skypilot.launch_records import Launch, RunRecords
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import ProviderError, UserError
-from x_tui.compute.records import JsonValue
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.errors import ProviderError, UserError
+from x_tui.compute.worker.records import JsonValue
 
 JOB_STATES: Final = {
     "INIT": RunState.PENDING,

@@ -9,16 +9,15 @@ submitted with.
 
 from __future__ import annotations
 
-import difflib
 import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Final
 
-from x_tui.compute.errors import ConfigError
-from x_tui.compute.records import JsonValue
-from x_tui.compute.spec import NAME_PATTERN
+from x_tui.compute.worker.errors import ConfigError, did_you_mean
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import NAME_PATTERN
 
 TABLE: Final = "[tool.substrax.compute.backends.skypilot]"
 """The settings table, as messages name it."""
@@ -51,16 +50,10 @@ def _where(key: str, sub: str | None = None) -> str:
     return f"{TABLE[:-1]}.{sub}] {key}" if sub else f"{TABLE} {key}"
 
 
-def _did_you_mean(key: str, accepted: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(key, list(accepted), n=1, cutoff=0.6)
-    hint = f"; did you mean {close[0]!r}?" if close else ""
-    return f"{hint} (accepted: {', '.join(accepted)})"
-
-
 def _refuse_unknown(table: Mapping[str, object], accepted: tuple[str, ...], where: str) -> None:
     for key in table:
         if key not in accepted:
-            raise ConfigError(f"{where} unknown key {key!r}{_did_you_mean(str(key), accepted)}")
+            raise ConfigError(f"{where} unknown key {key!r}{did_you_mean(str(key), accepted)}")
 
 
 def _string(value: object, key: str, *, sub: str | None = None, optional: bool = False) -> str:

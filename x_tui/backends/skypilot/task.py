@@ -17,15 +17,16 @@ from __future__ import annotations
 import re
 import shlex
 from pathlib import Path
-from typing import Final, Protocol
+from typing import Final
 
 from x_tui.backends.skypilot.settings import SkyPilotSettings
+from x_tui.backends.skypilot.transports import Transport
 from x_tui.compute.backend import SPEC_NAME
 from x_tui.compute.dependencies import Dependencies
 from x_tui.compute.extensions import AcceleratorChoice, JobExtensions, ResourceRequest
-from x_tui.compute.records import JsonValue
 from x_tui.compute.retries import RETRIES_NAME
-from x_tui.compute.spec import JobSpec
+from x_tui.compute.worker.records import JsonValue
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.compute.worker_bundle import WORKER_NAME
 
 TASK_NAME: Final = "task.yaml"
@@ -36,28 +37,6 @@ REMOTE_RUNS: Final = "~/.x-tui"
 
 UV_INSTALL: Final = "command -v uv >/dev/null || curl -LsSf https://astral.sh/uv/install.sh | sh"
 PATH_LINE: Final = 'export PATH="$HOME/.local/bin:$PATH"'
-
-
-class TaskTransport(Protocol):
-    """What the task needs of a transport (see :mod:`.transports`)."""
-
-    def add_to_task(
-        self, spec: JobSpec, resources: dict[str, JsonValue], mounts: dict[str, JsonValue]
-    ) -> None:
-        """Add the transport's resources and the job's input and output mounts."""
-        ...
-
-    def setup_lines(self) -> list[str]:
-        """Shell lines the setup runs after the environment is synced."""
-        ...
-
-    def outputs_dir(self, run_id: str) -> str:
-        """The run's outputs directory on the cluster, as a double-quotable shell word."""
-        ...
-
-    def wrap_worker(self, worker: str, spec: JobSpec) -> str:
-        """The command that runs ``worker`` on the cluster."""
-        ...
 
 
 def cluster_name(run_id: str) -> str:
@@ -98,7 +77,7 @@ def task_resources(
 def setup_script(
     spec: JobSpec,
     settings: SkyPilotSettings,
-    transport: TaskTransport,
+    transport: Transport,
     dependencies: Dependencies | None = None,
 ) -> str:
     """The task's ``setup``: prepare the image, sync the locked environment, check the transport.
@@ -132,7 +111,7 @@ def run_script(
     run_id: str,
     nodes: int,
     settings: SkyPilotSettings,
-    transport: TaskTransport,
+    transport: Transport,
     retries: bool = False,
 ) -> str:
     """The task's ``run``: the worker on the run's spec, its outputs where the transport says.
@@ -173,7 +152,7 @@ def task_for(
     run_dir: Path,
     request: ResourceRequest,
     settings: SkyPilotSettings,
-    transport: TaskTransport,
+    transport: Transport,
     extensions: JobExtensions | None = None,
 ) -> dict[str, JsonValue]:
     """The SkyPilot task that runs ``spec``, as its task file holds it.

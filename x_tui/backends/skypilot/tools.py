@@ -1,9 +1,9 @@
 """Running the command-line tools the transports use (``aws``, ``gcloud``, ``ssh``, ``rsync``).
 
 Every tool runs without a shell, with its output captured and a deadline. A tool that is not
-installed is a :class:`~x_tui.compute.errors.BackendUnavailableError` saying how to get it; one
-that fails is a :class:`~x_tui.compute.errors.ProviderError` holding the command and the end of
-its standard error, on one line.
+installed is a :class:`~x_tui.compute.worker.errors.BackendUnavailableError` saying how to get it;
+one that fails is a :class:`~x_tui.compute.worker.errors.ProviderError` holding the command and the
+end of its standard error, on one line.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from x_tui.compute.errors import BackendUnavailableError, ProviderError
+from x_tui.compute.sanitize import one_line
+from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
 
 TOOL_SECONDS: Final = 3600.0
 """How long one tool may run (a large fetch is one rsync or one bucket sync)."""
@@ -42,12 +43,6 @@ class ToolResult:
     returncode: int
     stdout: bytes
     stderr: str
-
-
-def one_line(text: str, limit: int = 600) -> str:
-    """``text`` with its whitespace folded, cut to its last ``limit`` characters."""
-    folded = " ".join(text.split())
-    return folded if len(folded) <= limit else "…" + folded[-limit:]
 
 
 def run_tool(
@@ -93,6 +88,7 @@ def run_tool(
     stderr = done.stderr.decode("utf-8", "replace")
     if check and done.returncode != 0:
         raise ProviderError(
-            f"{what} failed: {shlex.join(command)} exited {done.returncode}: {one_line(stderr)}"
+            f"{what} failed: {shlex.join(command)} exited {done.returncode}:"
+            f" {one_line(stderr, keep_end=True)}"
         )
     return ToolResult(returncode=done.returncode, stdout=done.stdout, stderr=stderr)

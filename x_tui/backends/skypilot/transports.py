@@ -29,17 +29,17 @@ from x_tui.backends.skypilot.bridge import Unsupported
 from x_tui.backends.skypilot.settings import BucketSettings
 from x_tui.backends.skypilot.tools import run_tool
 from x_tui.compute.backend import RunState
-from x_tui.compute.errors import (
+from x_tui.compute.extensions import ResourceRequest
+from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.errors import (
     BackendUnavailableError,
     BadRecordError,
     ConfigError,
     ProviderError,
 )
-from x_tui.compute.extensions import ResourceRequest
-from x_tui.compute.manifest import MANIFEST_NAME, parse_manifest
-from x_tui.compute.records import JsonValue, RecordError
-from x_tui.compute.spec import JobSpec
-from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.manifest import MANIFEST_NAME, parse_manifest
+from x_tui.compute.worker.records import JsonValue, RecordError
+from x_tui.compute.worker.spec import JobSpec
 
 OUTPUTS_MOUNT: Final = "/outputs"
 """Where the outputs bucket is mounted on the cluster; a run's outputs are ``/outputs/<run id>``."""

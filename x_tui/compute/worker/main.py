@@ -33,34 +33,30 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, cast
 
-from x_tui.compute import probe
-from x_tui.compute.attempts import (
-    ATTEMPTS_DIR,
-    ATTEMPTS_NAME,
+from x_tui.compute.worker import probe
+from x_tui.compute.worker.attempts import (
     Attempt,
     AttemptsFile,
     check_retries,
     keep_attempt_logs,
 )
-from x_tui.compute.children import (
-    DRAIN_SECONDS,
-    TERM_GRACE_SECONDS,
+from x_tui.compute.worker.children import (
     Cancellation,
     Child,
     WorkerCancelled,
     start_child,
 )
-from x_tui.compute.echo import CombinedLog, emit
-from x_tui.compute.environment import (
+from x_tui.compute.worker.echo import CombinedLog, emit
+from x_tui.compute.worker.environment import (
     OUTPUT_DIR_VARIABLE,
     EnvironmentConflict,
     child_environment,
     resolve_argv,
 )
-from x_tui.compute.line_assembly import LineAssembler
-from x_tui.compute.log_metrics import MetricsExtractor
-from x_tui.compute.log_times import TimesWriter
-from x_tui.compute.manifest import (
+from x_tui.compute.worker.line_assembly import LineAssembler
+from x_tui.compute.worker.log_metrics import MetricsExtractor
+from x_tui.compute.worker.log_times import TimesWriter
+from x_tui.compute.worker.manifest import (
     DEVICES_LOG,
     MANIFEST_NAME,
     JobManifest,
@@ -69,31 +65,14 @@ from x_tui.compute.manifest import (
     TaskStatus,
     write_manifest,
 )
-from x_tui.compute.records import RecordError
-from x_tui.compute.spec import JobSpec, Task, check_name, read_job_spec
-from x_tui.compute.telemetry import (
+from x_tui.compute.worker.records import RecordError
+from x_tui.compute.worker.spec import JobSpec, Task, check_name, read_job_spec
+from x_tui.compute.worker.telemetry import (
     DEFAULT_SECONDS,
     DEFAULT_STALL_SECONDS,
     TelemetrySampler,
     WatchSettings,
 )
-
-__all__ = [
-    "ATTEMPTS_DIR",
-    "ATTEMPTS_NAME",
-    "DRAIN_SECONDS",
-    "OUTPUT_DIR_VARIABLE",
-    "TERM_GRACE_SECONDS",
-    "Cancellation",
-    "EnvironmentConflict",
-    "WorkerCancelled",
-    "check_retries",
-    "child_environment",
-    "list_outputs",
-    "main",
-    "resolve_argv",
-    "run_job",
-]
 
 _LOGS = ("stdout.log", "stderr.log")
 _PROBE_OUTPUT_CAP = 1 << 20

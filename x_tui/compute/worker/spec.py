@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from x_tui.compute.records import JsonValue, RecordError, read_record
+from x_tui.compute.worker.records import JsonValue, RecordError, read_record
 
 JOB_SPEC_VERSION = 2
 """The job spec layout this release writes and reads."""

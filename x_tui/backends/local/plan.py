@@ -14,15 +14,15 @@ import sys
 from pathlib import Path
 from typing import Final
 
-from x_tui.backends import local_machine
+from x_tui.backends.local import machine as local_machine
 from x_tui.compute.backend import SPEC_NAME
-from x_tui.compute.errors import ConfigError
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.plan_warnings import WARNING_KEY
-from x_tui.compute.records import JsonValue, dump_record
 from x_tui.compute.retries import RETRIES_NAME
-from x_tui.compute.spec import JobSpec
-from x_tui.compute.telemetry import WatchSettings
+from x_tui.compute.worker.errors import ConfigError
+from x_tui.compute.worker.records import JsonValue, dump_record
+from x_tui.compute.worker.spec import JobSpec
+from x_tui.compute.worker.telemetry import WatchSettings
 from x_tui.compute.worker_bundle import WORKER_NAME
 
 NAME: Final = "local"
@@ -30,7 +30,7 @@ NAME: Final = "local"
 OUTPUTS: Final = "outputs"
 """A staged run's outputs directory, under its run directory."""
 LOG_TIMES: Final = "worker.log.times"
-"""When each line of a run's ``worker.log`` was received (``x_tui.compute.log_times``)."""
+"""When each line of a run's ``worker.log`` was received (``x_tui.compute.worker.log_times``)."""
 
 
 def default_interpreter(project: Path, python: str | None = None) -> list[str]:

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from x_tui.compute.manifest import TaskStatus
-from x_tui.compute.records import write_atomic
-from x_tui.compute.spec import JobSpec
+from x_tui.compute.worker.manifest import TaskStatus
+from x_tui.compute.worker.records import write_atomic
+from x_tui.compute.worker.spec import JobSpec
 
 ATTEMPTS_NAME = "attempts.json"
 """x-tui's record of every attempt when retries were asked for, at the top of the outputs."""

@@ -15,8 +15,8 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 
-from x_tui.compute.run_processes import MARKER_VARIABLE
-from x_tui.compute.spec import JaxRuntime
+from x_tui.compute.worker.run_processes import MARKER_VARIABLE
+from x_tui.compute.worker.spec import JaxRuntime
 
 OUTPUT_DIR_VARIABLE = "AVITAI_OUTPUT_DIR"
 """The variable that gives each task its own directory under the run's outputs."""

@@ -5,7 +5,7 @@ A child is started as the leader of a new process group with its stdout and stde
 child's limit runs out, when the worker is asked to stop (:class:`Cancellation`), or when the
 child itself exits, so no grandchild outlives its task or holds the worker on an open pipe.
 Once the child has exited, what left the group (``setsid``) is ended too, where the worker is
-the child subreaper of all it starts (:func:`x_tui.compute.run_processes.end_strays`).
+the child subreaper of all it starts (:func:`x_tui.compute.worker.run_processes.end_strays`).
 
 Standard library only, for Python 3.10 and later: it ships inside the worker zipapp. It never
 decides what a child's outcome means for a task or a job; it only reports how the child ended.
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from x_tui.compute.run_processes import end_strays, wait_group_gone
+from x_tui.compute.worker.run_processes import end_strays, wait_group_gone
 
 TERM_GRACE_SECONDS = 3.0
 """How long a task may take to end after the worker forwards SIGTERM, before SIGKILL."""
@@ -145,7 +145,7 @@ def start_child(
         OSError: If the command cannot be started (not found, not executable, bad ``cwd``).
         subprocess.SubprocessError: If the child failed before running the command.
     """
-    if sys.version_info >= (3, 11):  # noqa: UP036 - the worker runs on Python 3.10 too
+    if sys.version_info >= (3, 11):
         group: dict[str, Any] = {"process_group": 0}
     else:  # pragma: no cover - Python 3.10 has no process_group
         group = {"preexec_fn": os.setpgrp}

@@ -2,10 +2,12 @@
 
 The CLI prints these messages as they are (exit 2) and the TUI shows them in a panel or toast;
 anything else is a bug and keeps its traceback. Each message names the file, key and value, and
-what would be accepted.
+what would be accepted (:func:`did_you_mean` writes that part).
 """
 
 from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
 
 
 class UserError(Exception):
@@ -42,3 +44,16 @@ class BackendUnavailableError(UserError, RuntimeError):
 
 class ProviderError(UserError, RuntimeError):
     """A provider that answered with an error or did not answer within its deadline."""
+
+
+def close_name(name: str, names: Iterable[str]) -> str:
+    """``"; did you mean 'x'?"`` when one of ``names`` is close to ``name``, else ``""``."""
+    import difflib
+
+    close = difflib.get_close_matches(name, sorted(names), n=1, cutoff=0.6)
+    return f"; did you mean {close[0]!r}?" if close else ""
+
+
+def did_you_mean(key: str, accepted: Sequence[str]) -> str:
+    """``"; did you mean 'x'? (accepted: ...)"`` for a refused key or name."""
+    return f"{close_name(key, accepted)} (accepted: {', '.join(accepted) or 'none'})"

@@ -5,7 +5,7 @@ never stops it, and it is reaped by a daemon thread, so a long-running TUI leave
 
 A process is only ever taken for one of a run's, and signalled, on proof:
 
-- a process carrying the run's marker (see :mod:`x_tui.compute.run_processes`) in its
+- a process carrying the run's marker (see :mod:`x_tui.compute.worker.run_processes`) in its
   environment belongs to it: the worker, its tasks and everything they started, ``setsid``
   grandchildren and tasks a killed worker left behind included (Linux, same user only);
 - the worker's pid counts only while the process there runs this run's worker: its arguments
@@ -16,7 +16,7 @@ A process is only ever taken for one of a run's, and signalled, on proof:
 Linux answers from ``/proc``; elsewhere ``ps`` does, and only the worker's pid and its process
 group can be found.
 
-This module never reads or writes a run's files; ``local.py`` does.
+This module never reads or writes a run's files; :mod:`.backend` does.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute import run_processes
+from x_tui.compute.worker import run_processes
 
 _POLL_SECONDS = 0.05
 _KILL_ROUNDS = 20

@@ -19,7 +19,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from x_tui.compute.estimate import AcceleratorOffer
-from x_tui.compute.records import JsonValue
+from x_tui.compute.worker.records import JsonValue
 
 SOURCE = "this machine (nvidia-smi)"
 """Where the local backend's offers come from."""

@@ -24,8 +24,8 @@ Without ``python`` the worker runs on ``<project>/.venv/bin/python`` if it exist
 on ``PATH``, else on the interpreter running x-tui.
 
 Every process a run starts carries the run's marker in its environment (``X_TUI_RUN``, with a
-random nonce kept in ``<run_dir>/process-marker``; see :mod:`x_tui.compute.run_processes`), so
-:meth:`LocalBackend.cancel` finds and stops them all, even after the worker is gone. A run reads
+random nonce kept in ``<run_dir>/process-marker``; see :mod:`x_tui.compute.worker.run_processes`),
+so :meth:`LocalBackend.cancel` finds and stops them all, even after the worker is gone. A run reads
 as running while any of its processes lives: a run whose worker was killed while a task (or
 something a task started) keeps running is running, not failed, until :meth:`LocalBackend.cancel`
 stops what is left or it ends; a cancelled run reads as cancelled once nothing of it runs. A run
@@ -34,7 +34,7 @@ what is still below it) is found. A process that clears its environment and leav
 tree cannot be tied to the run once the worker is gone.
 
 What this module must never do: follow a symbolic link out of a run's outputs, or signal a process
-it has not proven to be the run's (see :mod:`x_tui.backends.local_process`).
+it has not proven to be the run's (see :mod:`x_tui.backends.local.process`).
 """
 
 from __future__ import annotations
@@ -47,8 +47,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from x_tui.backends import local_machine, local_process
-from x_tui.backends.local_plan import (
+from x_tui.backends.local import machine as local_machine
+from x_tui.backends.local import process as local_process
+from x_tui.backends.local.plan import (
     NAME,
     OUTPUTS,
     default_interpreter,
@@ -64,19 +65,24 @@ from x_tui.compute.backend import (
     new_run,
     stage_run,
 )
-from x_tui.compute.errors import BadRecordError, ConfigError, ProviderError
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.launches import KILL_AT_ENV, TRACE_ENV, LaunchRecord, RunLaunch
 from x_tui.compute.log_pieces import LineSplitter, LogPiece, lines_of
-from x_tui.compute.manifest import MANIFEST_NAME, JobManifest, load_manifest
 from x_tui.compute.outputs import UnsafeOutputsError, copy_outputs, read_output
-from x_tui.compute.records import JsonValue, RecordError
 from x_tui.compute.retries import write_retries_file
-from x_tui.compute.run_processes import MARKER_VARIABLE, new_marker, read_marker, write_marker
 from x_tui.compute.secrets import SecretValues
-from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, backend_state_dir
+from x_tui.compute.worker.errors import BadRecordError, ConfigError, ProviderError
+from x_tui.compute.worker.manifest import MANIFEST_NAME, JobManifest, load_manifest
+from x_tui.compute.worker.records import JsonValue, RecordError
+from x_tui.compute.worker.run_processes import (
+    MARKER_VARIABLE,
+    new_marker,
+    read_marker,
+    write_marker,
+)
+from x_tui.compute.worker.spec import JobSpec
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
 TABLE: Final = "[tool.substrax.compute.backends.local]"
@@ -471,7 +477,7 @@ class LocalBackend:
     ) -> dict[str, JsonValue]:
         """What :meth:`submit` would run, and what this machine has.
 
-        See :func:`x_tui.backends.local_plan.describe_plan` for every key.
+        See :func:`x_tui.backends.local.plan.describe_plan` for every key.
 
         Raises:
             ConfigError: If the job asks for provider secrets (``secrets.platform``).

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import json
 
-from x_tui.compute.manifest import RunDevices
-from x_tui.compute.records import RecordError, read_record
+from x_tui.compute.worker.manifest import RunDevices
+from x_tui.compute.worker.records import RecordError, read_record
 
 PROBE_LIMIT_SECONDS = 300.0
 """The longest the probe may run, whatever the job's budget."""

@@ -11,8 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute.record_files import MANIFEST_BYTES, parse_json, read_json_file
-from x_tui.compute.records import RecordError, dumps_pretty, read_record, write_atomic
+from x_tui.compute.worker.record_files import MANIFEST_BYTES, parse_json, read_json_file
+from x_tui.compute.worker.records import RecordError, dumps_pretty, read_record, write_atomic
 
 MANIFEST_VERSION = 2
 """The manifest layout this release writes and reads."""
@@ -110,8 +110,8 @@ def read_manifest(data: object) -> JobManifest:
 def load_manifest(path: Path) -> JobManifest | None:
     """Read the manifest file at ``path``; ``None`` when there is none yet.
 
-    The file is read through the one bounded reader (:mod:`x_tui.compute.record_files`): a link,
-    a FIFO, a directory or any file that is not regular, too large or too deep is refused.
+    The file is read through the one bounded reader (:mod:`x_tui.compute.worker.record_files`): a
+    link, a FIFO, a directory or any file that is not regular, too large or too deep is refused.
 
     Raises:
         RecordError: If the file cannot be read, is not JSON or not a manifest; the message names

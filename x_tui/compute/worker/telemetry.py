@@ -37,7 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.compute.run_processes import descendants, spare
+from x_tui.compute.worker.run_processes import descendants, spare
 
 TELEMETRY_NAME = "telemetry.jsonl"
 """The samples' file, in the run's outputs beside ``manifest.json``."""

@@ -36,7 +36,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
-from x_tui.compute.line_assembly import Piece, PieceKind
+from x_tui.compute.worker.line_assembly import Piece, PieceKind
 
 METRICS_NAME = "metrics.jsonl"
 """The metrics' file, in the run's outputs beside ``manifest.json``."""

@@ -29,8 +29,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
-from x_tui.compute.errors import BadRecordError
-from x_tui.compute.records import RecordError
+from x_tui.compute.worker.errors import BadRecordError
+from x_tui.compute.worker.records import RecordError
 
 T = TypeVar("T")
 

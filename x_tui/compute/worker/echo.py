@@ -2,7 +2,7 @@
 
 The worker's stdout and stderr are what a backend keeps as the run's log (the local backend sends
 both to ``worker.log``). :class:`CombinedLog` writes there the pieces a
-:class:`~x_tui.compute.line_assembly.LineAssembler` cuts from each task stream, each prefixed
+:class:`~x_tui.compute.worker.line_assembly.LineAssembler` cuts from each task stream, each prefixed
 ``[<task>] `` and on the worker stream of the same name:
 
 - a line as ``[<task>] <line>\\n``;
@@ -18,9 +18,9 @@ no two streams ever share a line and a notice is always a line of its own. A red
 too once it holds :data:`MAX_REDRAWN_LINE_BYTES` of states, so a bar drawn for hours never makes
 one enormous line for a reader that reads whole lines.
 
-When given a :class:`~x_tui.compute.log_times.TimesWriter`, it records when each line it starts
-was received, against the line's offset in the log file (only while its streams are that regular
-file, as under the local backend).
+When given a :class:`~x_tui.compute.worker.log_times.TimesWriter`, it records when each line it
+starts was received, against the line's offset in the log file (only while its streams are that
+regular file, as under the local backend).
 
 A broken stream is skipped, never raised, so a closed terminal cannot fail a task. Standard
 library only, for Python 3.10 and later: it ships inside the worker zipapp. It never writes a
@@ -34,8 +34,8 @@ import stat
 import time
 from typing import IO
 
-from x_tui.compute.line_assembly import CONTINUED_MARK, Piece, PieceKind
-from x_tui.compute.log_times import TimesWriter
+from x_tui.compute.worker.line_assembly import CONTINUED_MARK, Piece, PieceKind
+from x_tui.compute.worker.log_times import TimesWriter
 
 MAX_REDRAWN_LINE_BYTES = 64 * 1024
 """Bytes of states one redrawn line holds at most; the next state starts a new line."""
@@ -110,7 +110,7 @@ class CombinedLog:
         Args:
             task: The task's name.
             stream: 0 for its stdout, 1 for its stderr.
-            pieces: What its :class:`~x_tui.compute.line_assembly.LineAssembler` handed over.
+            pieces: What its :class:`~x_tui.compute.worker.line_assembly.LineAssembler` handed over.
             received: When the bytes were received (``time.time()``); now when ``None``.
         """
         if not pieces or self._streams[stream] is None:

@@ -14,9 +14,11 @@ messages arrive through the app.
 | ``tab`` | Switch pane. |
 | ``/`` | Filter the runs (``escape`` clears the filter). |
 | ``enter`` | On a job: submit it. On a run: open it. |
-| ``c`` ``f`` ``r`` ``y`` | On a run: cancel, fetch, re-run, copy its id. |
+| ``c`` ``f`` ``r`` ``y`` ``!`` | On a run: cancel, fetch, re-run, copy its id, open a shell. |
 | ``d`` | On a run that has ended: delete its record and local files (asks first). |
 | ``c`` ``y`` | On a sweep's row: cancel every run of it, copy the sweep id. |
+
+The run actions come from :data:`x_tui.app.actions.RUN_ACTIONS`.
 | ``ctrl+r`` | Read the project and the run store again. |
 """
 
@@ -26,19 +28,18 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import ActiveBinding, Binding, BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
+from x_tui.app.actions import RunActionScreen, Where, run_action_bindings
 from x_tui.app.app_context import monitor_of, service_of
-from x_tui.app.footer_keys import focused_first
 from x_tui.app.messages import (
     ConfigChanged,
     RunsChanged,
@@ -50,6 +51,7 @@ from x_tui.app.run_watch import WATCH_SECONDS, WatchPoller, watch_cells
 from x_tui.app.settings import refresh_scale
 from x_tui.compute.operations import JobList, Project
 from x_tui.compute.store import RunHandle
+from x_tui.compute.sweeps import Sweep
 from x_tui.widgets.job_browser import JobBrowser
 from x_tui.widgets.problem_panel import ProblemPanel
 from x_tui.widgets.runs_table import RunsTable
@@ -72,14 +74,11 @@ class JobsResolved(Message):
     jobs: JobList
 
 
-RUN_ACTIONS = ("cancel_run", "fetch_run", "rerun", "copy_run_id", "delete_run")
-"""The run actions of ``x_tui.app.actions``, offered on the runs pane."""
-
-
-class MainScreen(Screen[None]):
+class MainScreen(RunActionScreen):
     """Jobs beside runs; see the module documentation."""
 
     HELP_TITLE = "Main screen"
+    WHERE: Where = "main"
     HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"),
         (WIDE_COLUMNS, "-wide"),
@@ -89,13 +88,7 @@ class MainScreen(Screen[None]):
         Binding("slash", "filter", "Filter runs", id="main.filter"),
         Binding("escape", "clear_filter", "Clear filter", id="main.clear_filter"),
         Binding("s", "submit", "Submit job", id="main.submit", show=False),
-        # The run screen's keys and ids (x_tui.app.actions.RUN_ACTION_BINDINGS), bound here so
-        # that module, with everything it imports, loads on the first use, not at start-up.
-        Binding("c", "cancel_run", "Cancel run", id="run.cancel"),
-        Binding("f", "fetch_run", "Fetch", id="run.fetch"),
-        Binding("r", "rerun", "Re-run", id="run.rerun"),
-        Binding("y", "copy_run_id", "Copy id", id="run.copy_id"),
-        Binding("d", "delete_run", "Delete", id="main.delete_run"),
+        *run_action_bindings("main"),
         Binding("ctrl+r", "reload", "Reload", id="main.reload", show=False),
     ]
 
@@ -110,11 +103,6 @@ class MainScreen(Screen[None]):
         self.project_root = project
         self.project: Project | None = None
         self._clock = clock
-
-    @property
-    def active_bindings(self) -> dict[str, ActiveBinding]:
-        """Active bindings in footer order: help, the focused pane's keys, then the screen's."""
-        return focused_first(self, super().active_bindings)
 
     def compose(self) -> ComposeResult:
         """Jobs pane, runs pane, footer."""
@@ -166,8 +154,12 @@ class MainScreen(Screen[None]):
         return self.query_one("#runs", RunsTable)
 
     def selected_run(self) -> RunHandle | None:
-        """The highlighted run, which the run actions (``c``, ``f``, ``r``, ``y``) act on."""
+        """The highlighted run, which the run actions (``c``, ``f``, ``r``, ``y``...) act on."""
         return self.runs.highlighted_handle()
+
+    def selected_sweep(self) -> tuple[Sweep, tuple[RunHandle, ...]] | None:
+        """The sweep whose group row is highlighted, with its runs in the store."""
+        return self.runs.highlighted_sweep()
 
     def _jobs_title(self) -> Text:
         if self.project_root is None:
@@ -295,52 +287,11 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer the run actions on the runs pane only, and ``escape`` only while filtering."""
-        if action in RUN_ACTIONS:
+        if action == "run_action":
             return self.runs.has_focus
         if action == "clear_filter":
             return self.query_one("#runs-filter", Input).display
         return True
-
-    def _run_action(self, action: str) -> None:
-        from x_tui.app import actions
-        from x_tui.app.deleting import ask_delete
-
-        sweep = self.runs.highlighted_sweep()
-        if sweep is not None:
-            actions.sweep_action(cast("Screen[object]", self), action, *sweep)
-            return
-        handle = self.selected_run()
-        if handle is None:
-            self.notify("No run selected", severity="warning")
-            return
-        ask: dict[str, Callable[[Screen[object], RunHandle], None]] = {
-            "cancel_run": actions.ask_cancel,
-            "fetch_run": actions.ask_fetch,
-            "rerun": actions.ask_rerun,
-            "copy_run_id": actions.copy_run_id,
-            "delete_run": ask_delete,
-        }
-        ask[action](cast("Screen[object]", self), handle)
-
-    def action_cancel_run(self) -> None:
-        """Cancel the highlighted run (on a sweep's row, every run of it), after asking."""
-        self._run_action("cancel_run")
-
-    def action_fetch_run(self) -> None:
-        """Fetch the highlighted run's outputs, after asking where to."""
-        self._run_action("fetch_run")
-
-    def action_rerun(self) -> None:
-        """Run the highlighted run's job again with its settings, after asking."""
-        self._run_action("rerun")
-
-    def action_copy_run_id(self) -> None:
-        """Copy the highlighted run's id."""
-        self._run_action("copy_run_id")
-
-    def action_delete_run(self) -> None:
-        """Delete the highlighted run's record and local files, after asking (ended runs only)."""
-        self._run_action("delete_run")
 
     def action_switch_pane(self) -> None:
         """Show (narrow) or focus (wide) the other pane."""

@@ -24,18 +24,12 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import Footer, Static, TabbedContent, TabPane
 
-from x_tui.app.actions import (
-    RUN_ACTION_BINDINGS,
-    FetchProgress,
-    RunActions,
-    describe_error,
-    monitor_of,
-    service_of,
-)
+from x_tui.app.actions import RunActionScreen, run_action_bindings
+from x_tui.app.app_context import describe_error, monitor_of, service_of
 from x_tui.app.fetch_bar import FetchBar
+from x_tui.app.fetching import FetchProgress
 from x_tui.app.log_views import new_log_view
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
 from x_tui.app.run_header import header_renderable, utc_now, watch_text
@@ -92,7 +86,7 @@ class FilesRead(Message):
     notice: Text | None
 
 
-class RunScreen(RunActions, Screen[None]):
+class RunScreen(RunActionScreen):
     """A run's header and tabs: combined log, manifest, devices, spec, and each task's logs.
 
     | Key | Description |
@@ -102,6 +96,8 @@ class RunScreen(RunActions, Screen[None]):
     | f | Fetch its outputs (asks where to). |
     | r | Run its job again with its settings (asks first). |
     | y | Copy its id. |
+    | ! | Open a shell in its directory, with its environment (a run on this machine). |
+    | x | Show and copy the ``x-tui`` command lines of its actions. |
     | [ / ] | Previous / next tab. |
     """
 
@@ -109,7 +105,7 @@ class RunScreen(RunActions, Screen[None]):
     CSS_PATH = "../styles/run.tcss"
     BINDINGS = [
         Binding("escape", "back", "Back", id="run.back"),
-        *RUN_ACTION_BINDINGS,
+        *run_action_bindings("run"),
         Binding("left_square_bracket", "switch_tab(-1)", "Prev tab", id="run.previous_tab"),
         Binding("right_square_bracket", "switch_tab(1)", "Next tab", id="run.next_tab"),
     ]

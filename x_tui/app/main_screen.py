@@ -7,7 +7,7 @@ shows the problem panel in the jobs pane; the runs pane keeps working, in a proj
 
 The screen owns its widgets' state: the project is read and its jobs resolved in thread workers
 (which post :class:`ConfigChanged` / :class:`JobsResolved` back here), and the run monitor's
-messages arrive through the app.
+events arrive through the app's ``monitor_events`` signal, subscribed to on mount.
 
 | Key | Action |
 | --- | --- |
@@ -39,16 +39,16 @@ from textual.message import Message
 from textual.widgets import DataTable, Footer, Input, Static
 
 from x_tui.app.actions import RunActionScreen, Where, run_action_bindings
-from x_tui.app.app_context import monitor_of, service_of
+from x_tui.app.app_context import context_of, monitor_of, service_of, settings_of
 from x_tui.app.messages import (
     ConfigChanged,
+    MonitorEvent,
     RunsChanged,
     RunStateChanged,
     RunStatusFailed,
     SweepsChanged,
 )
 from x_tui.app.run_watch import WATCH_SECONDS, WatchPoller, watch_cells
-from x_tui.app.settings import refresh_scale
 from x_tui.compute.operations import JobList, Project
 from x_tui.compute.store import RunHandle
 from x_tui.compute.sweeps import Sweep
@@ -113,7 +113,9 @@ class MainScreen(RunActionScreen):
             yield Input(
                 placeholder="filter runs: id, job, backend, state or sweep", id="runs-filter"
             )
-            yield RunsTable(clock=self._clock, min_refresh=refresh_scale(self.app), id="runs")
+            yield RunsTable(
+                clock=self._clock, min_refresh=settings_of(self.app).refresh_scale, id="runs"
+            )
             yield Static(id="run-detail")
         yield Footer()
 
@@ -133,13 +135,14 @@ class MainScreen(RunActionScreen):
             self.jobs.option_list.focus()
         if self.project_root is not None:
             self.runs.set_project(str(self.project_root))
-        monitor = monitor_of(self.app)
-        if monitor is not None:
-            self.runs.show_sweeps(monitor.sweeps)
-            self._show_runs(RunsChanged(monitor.stored, False))
+        context = context_of(self.app)
+        if context is not None:
+            self.runs.show_sweeps(context.monitor.sweeps)
+            self._show_runs(RunsChanged(context.monitor.stored, False))
+            context.monitor_events.subscribe(self, self._monitor_event)
         self.action_reload(store=False)
         self._watcher = WatchPoller(service_of(self.app))
-        self.set_interval(WATCH_SECONDS * refresh_scale(self.app), self._poll_watch)
+        self.set_interval(WATCH_SECONDS * settings_of(self.app).refresh_scale, self._poll_watch)
 
     # Widgets ----------------------------------------------------------------------------------
 
@@ -203,9 +206,18 @@ class MainScreen(RunActionScreen):
 
     # Runs -------------------------------------------------------------------------------------
 
-    def on_runs_changed(self, message: RunsChanged) -> None:
-        """Bring the runs table in line with the store."""
-        self._show_runs(message)
+    def _monitor_event(self, event: MonitorEvent) -> None:
+        """Bring the panes in line with what the run monitor learned."""
+        if isinstance(event, RunsChanged):
+            self._show_runs(event)
+        elif isinstance(event, SweepsChanged):
+            self._sweeps_changed(event)
+        elif isinstance(event, RunStateChanged):
+            self._run_state_changed(event)
+        elif isinstance(event, RunStatusFailed):
+            self._run_status_failed(event)
+        else:
+            self.on_config_changed(event)
 
     def _show_runs(self, message: RunsChanged) -> None:
         monitor = monitor_of(self.app)
@@ -214,6 +226,8 @@ class MainScreen(RunActionScreen):
             table.show_stored(message.stored)
         else:
             table.show_stored(message.stored, states=monitor.state_of, ended=monitor.ended_at)
+            for run_id, reason in monitor.problems().items():  # posted before this screen was
+                table.set_problem(run_id, reason)
         self._title_runs()
         self._describe_highlighted()
 
@@ -235,20 +249,20 @@ class MainScreen(RunActionScreen):
         cells = {run_id: watch_cells(watch) for run_id, watch in found.items() if watch}
         self.app.call_from_thread(self.runs.show_watch, cells)
 
-    def on_sweeps_changed(self, message: SweepsChanged) -> None:
+    def _sweeps_changed(self, message: SweepsChanged) -> None:
         """Group each sweep's runs under a row of their own."""
         self.runs.show_sweeps(message.sweeps)
         self._title_runs()
         self._describe_highlighted()
 
-    def on_run_state_changed(self, message: RunStateChanged) -> None:
+    def _run_state_changed(self, message: RunStateChanged) -> None:
         """Show a run's new state."""
         monitor = monitor_of(self.app)
         ended = monitor.ended_at(message.run_id) if monitor is not None else None
         self.runs.set_state(message.run_id, message.state, ended)
         self._describe_highlighted()
 
-    def on_run_status_failed(self, message: RunStatusFailed) -> None:
+    def _run_status_failed(self, message: RunStatusFailed) -> None:
         """Show that a run's backend could not say where it is."""
         self.runs.set_problem(message.run_id, message.reason)
         self._describe_highlighted()

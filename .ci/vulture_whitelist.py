@@ -18,3 +18,10 @@ BackendFactory  # compute/backend.py: the type a third-party backend's entry poi
 
 # Declared by the SkyPilot transports and not read yet: left to the SkyPilot backend's owners.
 _.down_with_job  # backends/skypilot/transports.py, copy_transport.py
+
+# Run-action handlers: named in x_tui/app/actions.py's RUN_ACTIONS, imported on first use.
+ask_cancel_sweep  # cancelling.py
+ask_delete  # deleting.py
+ask_fetch  # fetching.py
+ask_rerun  # rerunning.py
+open_shell  # run_shell.py

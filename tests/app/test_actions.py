@@ -7,9 +7,10 @@ import asyncio
 from pathlib import Path
 
 import pytest
+from textual.binding import Binding
 
 from tests.support import wait_until
-from x_tui.app.actions import RUN_ACTION_BINDINGS
+from x_tui.app.actions import RUN_ACTIONS
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.help_screen import HelpScreen
 from x_tui.app.main_screen import MainScreen
@@ -290,8 +291,8 @@ async def test_question_mark_lists_the_screens_keys_and_the_apps_and_escape_clos
 
 def test_no_run_action_sits_on_a_key_terminals_and_tmux_take() -> None:
     reserved = {"ctrl+d", "ctrl+k", "ctrl+b", "ctrl+a"}
-    for binding in RUN_ACTION_BINDINGS:
-        assert not set(binding.key.split(",")) & reserved, binding
+    for action in RUN_ACTIONS.values():
+        assert not set(action.key.split(",")) & reserved, action
 
 
 @asynchronous
@@ -305,4 +306,33 @@ async def test_the_run_screen_binds_nothing_destructive_to_reserved_keys(state_d
         bindings = app.screen.active_bindings
         for key in ("ctrl+d", "ctrl+k", "ctrl+b", "ctrl+a"):
             active = bindings.get(key)
-            assert active is None or active.binding.action not in {"cancel_run", "rerun"}, key
+            assert active is None or "run_action" not in active.binding.action, key
+
+
+def test_every_run_action_s_handlers_exist_and_take_a_screen_and_a_run() -> None:
+    import inspect
+
+    from x_tui.app.actions import LaterHandler
+
+    for action in RUN_ACTIONS.values():
+        for handler, arity in ((action.run, 2), (action.sweep, 3)):
+            if handler is None:
+                continue
+            function = handler.resolve() if isinstance(handler, LaterHandler) else handler
+            assert callable(function), (action.name, handler)
+            assert len(inspect.signature(function).parameters) == arity, (action.name, handler)
+
+
+def test_the_screens_bindings_and_ids_come_from_the_registry() -> None:
+    from x_tui.app.key_ids import key_ids
+
+    ids = key_ids()
+    for action in RUN_ACTIONS.values():
+        where = {"main": "Main screen", "run": "Run screen"}
+        assert ids[action.key_id].keys == action.key
+        assert set(ids[action.key_id].where.split(", ")) == {where[w] for w in action.where}
+    main_keys = {b.key for b in MainScreen.BINDINGS if isinstance(b, Binding)}
+    run_keys = {b.key for b in RunScreen.BINDINGS if isinstance(b, Binding)}
+    assert {"c", "f", "r", "y", "d", "exclamation_mark"} <= main_keys
+    assert {"c", "f", "r", "y", "x", "exclamation_mark"} <= run_keys
+    assert "d" not in run_keys  # delete is offered on the runs pane only

@@ -7,7 +7,8 @@ import shlex
 from pathlib import Path
 
 from tests.support import wait_until
-from x_tui.app.command_lines import run_action_commands, run_command, shell_line
+from x_tui.app.actions import action_commands
+from x_tui.app.command_lines import run_command, shell_line
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.cli.parser import build_parser
@@ -51,10 +52,10 @@ async def test_x_on_the_run_screen_copies_each_action_s_command(
         lines = app.clipboard.splitlines()
         assert "x-tui cancel quick-20261201T000000Z-0a1b2c  # cancel" in lines
         assert "x-tui logs quick-20261201T000000Z-0a1b2c --follow  # logs" in lines
-        commands = run_action_commands(handle)
+        commands = action_commands(handle)
         for command in commands.values():
             parsed = build_parser().parse_args(shlex.split(command)[1:])
-            assert parsed.verb in ("status", "logs", "cancel", "fetch", "run")
+            assert parsed.verb in ("status", "logs", "cancel", "fetch", "run", "delete")
 
 
 @asynchronous

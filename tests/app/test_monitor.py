@@ -15,9 +15,10 @@ import pytest
 from textual.message import Message
 
 from tests.support import DEADLINE
+from x_tui.app.deadlines import call_with_deadline
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
-from x_tui.app.service import Service, call_with_deadline
+from x_tui.app.service import Service
 from x_tui.compute.backend import Capability, RunState
 from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.errors import ProviderError

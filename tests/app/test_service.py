@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from tests.support import DEADLINE, wait_for
-from x_tui.app.service import Deadlines, Service
+from x_tui.app.deadlines import Deadlines
+from x_tui.app.service import Service
 from x_tui.compute.backend import ComputeBackend, RunState
 from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError

@@ -16,9 +16,10 @@ from backends.fake_modal.harness import PYPROJECT, FakeModal, install_fake_modal
 
 from tests.support import QUICK_POLLS, wait_until
 from x_tui.app.app import XTuiApp
+from x_tui.app.deadlines import Deadlines
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.run_screen import RunScreen
-from x_tui.app.service import Deadlines, Service
+from x_tui.app.service import Service
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.app.submits import SubmitStillGoing
 from x_tui.compute.operations import open_project

@@ -489,3 +489,40 @@ def test_hostile_log_lines_never_reach_a_real_terminal(tmp_path: Path) -> None:
     assert b"\x7f" not in output
     assert b"click me" in output
     assert b"[@click=app.quit]quit[/]" in output
+
+
+@asynchronous
+async def test_the_search_bar_s_labels_follow_its_mode_and_toggles(search_log: Path) -> None:
+    from x_tui.widgets._log_bar import BarOptions, ModeLabel
+
+    app = LogApp(search_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        options = app.query_one(BarOptions)
+
+        def shown() -> str:
+            return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+        def toggle_on(label: str) -> bool:
+            text = options.options_text()
+            assert label in shown()
+            start = text.plain.index(label)
+            return any(
+                span.start <= start < span.end and "reverse" in str(span.style)
+                for span in text.spans
+            )
+
+        await pilot.press("ampersand")
+        await pilot.pause()
+        assert str(app.query_one(ModeLabel).content) == "&"
+        assert " & " in shown()
+        assert not toggle_on(".*")
+        assert not toggle_on("Aa")
+        await pilot.press("ctrl+r", "ctrl+t")
+        await pilot.pause()
+        assert toggle_on(".*")
+        assert toggle_on("Aa")
+        await pilot.press("escape", "s")
+        await pilot.pause()
+        assert "save to" in shown()
+        assert "enter saves, escape gives up" in shown()

@@ -1,55 +1,116 @@
-"""What a user can do to a run, on any screen that shows one: cancel, fetch, re-run, copy its id.
+"""The run actions: everything a user can do to a run, each declared once in :data:`RUN_ACTIONS`.
 
-Each action is a function of the screen it was started from and the run's handle, so the run
-screen and the main screen's runs table share one implementation (:mod:`x_tui.app.cancelling`,
-:mod:`x_tui.app.fetching`, :mod:`x_tui.app.rerunning`, re-exported here); :class:`RunActions`
-wires them to keys (:data:`RUN_ACTION_BINDINGS`) for a screen that says which run is selected.
-Backend calls go through the app's :class:`~x_tui.app.service.Service` in thread workers owned
-by the app (a fetch goes on when the user leaves the screen); the workers never touch a widget:
-they notify, post :class:`FetchProgress` to the screen that asked, or schedule a screen push on
-the app.
+One :class:`RunAction` holds what every part of the UI needs of an action: its name, key and
+key id (for ``[keys]`` in the settings), the footer and help label, the palette's text, the
+handler for a run and the one for a sweep's row, the headless ``x-tui`` command it corresponds to,
+the screens that offer it and whether the read-only web view allows it. The screens' ``BINDINGS``
+(:func:`run_action_bindings`), the footer and the ``?`` help (both read the bindings), the command
+palette (:mod:`x_tui.app.commands`), the sweep rows' dispatch, the command lines (``x``) and the
+README's key table (:mod:`x_tui.app.key_ids`) all come from it.
 
-Cancel and re-run ask first (:class:`~x_tui.app.confirm_screen.ConfirmScreen`); fetch asks where
-to, prefilled with ``operations.fetch_root()``. None of them is bound to ``ctrl+d``, ``ctrl+k``,
-``ctrl+b`` or ``ctrl+a``.
+Adding an action is one entry in :data:`RUN_ACTIONS` and one handler, a function of the screen
+it was started from and the run's handle. Handlers live in modules of their own, loaded on the
+action's first use (:class:`LaterHandler`), so this table costs the app's start-up nothing.
+
+:class:`RunActionScreen` is the screen that offers the actions: a key runs
+``run_action('<name>')``, which refuses what the read-only web view does not allow, hands a
+sweep's row to the action's sweep handler and a run to its run handler. None of the actions is
+bound to ``ctrl+d``, ``ctrl+k``, ``ctrl+b`` or ``ctrl+a``.
 """
 
 from __future__ import annotations
 
-from typing import cast
+import importlib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
 
 from textual.binding import ActiveBinding, Binding
 from textual.screen import Screen
 
-from x_tui.app.app_context import (
-    Severity,
-    describe_error,
-    monitor_of,
-    notify,
-    notify_from_thread,
-    service_of,
-)
-from x_tui.app.cancelling import ask_cancel, ask_cancel_sweep, sweep_action
-from x_tui.app.fetching import (
-    PROGRESS_SECONDS,
-    FetchProgress,
-    ask_fetch,
-    directory_size,
-    format_bytes,
-    start_fetch,
-)
+from x_tui.app import command_lines
+from x_tui.app.app_context import notify
 from x_tui.app.footer_keys import focused_first
-from x_tui.app.rerunning import ask_rerun, open_run, rerun_plan
 from x_tui.compute.store import RunHandle
+from x_tui.compute.sweeps import Sweep
 
-RUN_ACTION_BINDINGS: list[Binding] = [
-    Binding("c", "cancel_run", "Cancel run", id="run.cancel"),
-    Binding("f", "fetch_run", "Fetch", id="run.fetch"),
-    Binding("r", "rerun", "Re-run", id="run.rerun"),
-    Binding("y", "copy_run_id", "Copy id", id="run.copy_id"),
-    Binding("x", "command_lines", "Commands", show=False, id="run.command_lines"),
-]
-"""The run actions' keys, for a screen's ``BINDINGS`` (each has an id for the user's keymap)."""
+RunHandler = Callable[[Screen[Any], RunHandle], object]
+"""What an action does to one run, given the screen it was started from."""
+
+SweepHandler = Callable[[Screen[Any], Sweep, tuple[RunHandle, ...]], None]
+"""What an action does on a sweep's row: the sweep and its runs in the store."""
+
+Where = Literal["main", "run"]
+"""A screen that offers run actions: the main screen's runs pane, or the run screen."""
+
+BOTH: frozenset[Where] = frozenset({"main", "run"})
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunAction:
+    """One run action, declared once.
+
+    Attributes:
+        name: Its name: the ``run_action`` parameter, and the word the command lines use.
+        key: Its default key, as Textual names it.
+        key_id: Its binding id, for ``[keys]`` in the settings file.
+        label: What the footer and the help call it.
+        verb: What it does, in "select one run of the sweep to ..." (a sweep it cannot act on).
+        run: The handler for one run.
+        sweep: The handler for a sweep's row; ``None`` when the action needs one run.
+        palette: The palette's title before the run id (``None``: not in the palette).
+        sweep_palette: The palette's title before a sweep id, when ``sweep`` is set.
+        palette_help: The palette's line under the title.
+        command: The headless ``x-tui`` command line that does the same, when there is one.
+        where: The screens that offer it.
+        show: Whether the footer shows its key (the help always does).
+        read_only: Whether the read-only web view allows it (it changes nothing, starts nothing).
+    """
+
+    name: str
+    key: str
+    key_id: str
+    label: str
+    verb: str
+    run: RunHandler
+    sweep: SweepHandler | None = None
+    palette: str | None = None
+    sweep_palette: str | None = None
+    palette_help: str = ""
+    command: Callable[[RunHandle], list[str]] | None = None
+    where: frozenset[Where] = BOTH
+    show: bool = True
+    read_only: bool = False
+
+    def binding(self) -> Binding:
+        """The key binding that runs this action on a :class:`RunActionScreen`."""
+        return Binding(
+            self.key, f"run_action({self.name!r})", self.label, show=self.show, id=self.key_id
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LaterHandler:
+    """A handler ``module.function``, imported when the action is first used (start-up).
+
+    Attributes:
+        module: The handler's module.
+        function: Its name there.
+    """
+
+    module: str
+    function: str
+
+    def resolve(self) -> Callable[..., object]:
+        """The handler itself (its module imported now)."""
+        handler: Callable[..., object] = getattr(
+            importlib.import_module(self.module), self.function
+        )
+        return handler
+
+    def __call__(self, *arguments: object) -> None:
+        """Call the handler with ``arguments``."""
+        self.resolve()(*arguments)
 
 
 def copy_run_id(screen: Screen[object], handle: RunHandle) -> None:
@@ -58,102 +119,203 @@ def copy_run_id(screen: Screen[object], handle: RunHandle) -> None:
     notify(screen.app, f"Copied {handle.run_id}")
 
 
+def copy_sweep_id(screen: Screen[object], sweep: Sweep, handles: tuple[RunHandle, ...]) -> None:
+    """Put the sweep's id on the clipboard and say so."""
+    screen.app.copy_to_clipboard(sweep.sweep_id)
+    notify(screen.app, f"Copied {sweep.sweep_id}")
+
+
 def show_command_lines(screen: Screen[object], handle: RunHandle) -> str:
-    """Show the run actions' ``x-tui`` command lines in a toast and copy them (OSC 52).
+    """Show the run's ``x-tui`` command lines in a toast and copy them (OSC 52).
 
     Returns:
-        The text shown and copied: one ``# action`` comment and command per action.
+        The text shown and copied: one command and ``# name`` comment per line (see
+        :func:`action_commands`).
     """
-    from x_tui.app.command_lines import run_action_commands
-
-    lines = [f"{command}  # {action}" for action, command in run_action_commands(handle).items()]
+    lines = [f"{command}  # {name}" for name, command in action_commands(handle).items()]
     text = "\n".join(lines)
     screen.app.copy_to_clipboard(text + "\n")
     notify(screen.app, text + "\n(copied)")
     return text
 
 
-# The mixin ------------------------------------------------------------------------------------
+RUN_ACTIONS: Mapping[str, RunAction] = {
+    action.name: action
+    for action in (
+        RunAction(
+            name="cancel",
+            key="c",
+            key_id="run.cancel",
+            label="Cancel run",
+            verb="cancel",
+            run=LaterHandler("x_tui.app.cancelling", "ask_cancel"),
+            sweep=LaterHandler("x_tui.app.cancelling", "ask_cancel_sweep"),
+            palette="Cancel",
+            sweep_palette="Cancel sweep",
+            palette_help="Stop the run's tasks (asks first)",
+            command=command_lines.cancel_command,
+        ),
+        RunAction(
+            name="fetch",
+            key="f",
+            key_id="run.fetch",
+            label="Fetch",
+            verb="fetch",
+            run=LaterHandler("x_tui.app.fetching", "ask_fetch"),
+            palette="Fetch",
+            palette_help="Copy the run's outputs here (asks where to)",
+            command=command_lines.fetch_command,
+        ),
+        RunAction(
+            name="re-run",
+            key="r",
+            key_id="run.rerun",
+            label="Re-run",
+            verb="re-run",
+            run=LaterHandler("x_tui.app.rerunning", "ask_rerun"),
+            palette="Re-run",
+            palette_help="Run the job again with the same settings (asks first)",
+            command=command_lines.rerun_command,
+        ),
+        RunAction(
+            name="copy id",
+            key="y",
+            key_id="run.copy_id",
+            label="Copy id",
+            verb="copy",
+            run=copy_run_id,
+            sweep=copy_sweep_id,
+            palette="Copy id",
+            sweep_palette="Copy id",
+            palette_help="Put the run id on the clipboard",
+            read_only=True,
+        ),
+        RunAction(
+            name="delete",
+            key="d",
+            key_id="main.delete_run",
+            label="Delete",
+            verb="delete",
+            run=LaterHandler("x_tui.app.deleting", "ask_delete"),
+            palette="Delete",
+            palette_help="Remove the ended run's record and local files (asks first)",
+            command=command_lines.delete_command,
+            where=frozenset({"main"}),
+        ),
+        RunAction(
+            name="shell",
+            key="exclamation_mark",
+            key_id="run.shell",
+            label="Shell",
+            verb="open a shell in",
+            run=LaterHandler("x_tui.app.run_shell", "open_shell"),
+            palette="Shell in",
+            palette_help="A shell in the run's directory, with its environment (local runs)",
+            show=False,
+        ),
+        RunAction(
+            name="commands",
+            key="x",
+            key_id="run.command_lines",
+            label="Commands",
+            verb="show the commands of",
+            run=show_command_lines,
+            palette="Commands of",
+            palette_help="Show and copy the x-tui command line behind each action",
+            where=frozenset({"run"}),
+            show=False,
+            read_only=True,
+        ),
+    )
+}
+"""Every run action, by name, in the order the footer, the help and the palette list them."""
 
 
-class RunActions:
-    """Run actions for a screen: mix in before ``Screen`` and add :data:`RUN_ACTION_BINDINGS`.
+def run_action_bindings(where: Where) -> list[Binding]:
+    """The bindings of the actions ``where`` offers, for that screen's ``BINDINGS``."""
+    return [action.binding() for action in RUN_ACTIONS.values() if where in action.where]
 
-    The screen says which run the actions apply to by overriding :meth:`selected_run`.
+
+def action_commands(handle: RunHandle) -> dict[str, str]:
+    """The headless command line of watching the run and of each action that has one, by name.
+
+    Args:
+        handle: The run.
+
+    Returns:
+        ``status`` and ``logs`` first (what the run screen shows), then the actions' in order.
     """
+    lines = {
+        "status": command_lines.shell_line(command_lines.status_command(handle)),
+        "logs": command_lines.shell_line(command_lines.logs_command(handle)),
+    }
+    for action in RUN_ACTIONS.values():
+        if action.command is not None:
+            lines[action.name] = command_lines.shell_line(action.command(handle))
+    return lines
+
+
+class RunActionScreen(Screen[None]):
+    """A screen that offers the run actions: add ``run_action_bindings(WHERE)`` to ``BINDINGS``.
+
+    The screen says what the actions apply to by overriding :meth:`selected_run` (and, where a
+    sweep's row can be highlighted, :meth:`selected_sweep`).
+    """
+
+    WHERE: Where = "run"
+    """Which screen's actions this screen offers."""
 
     def selected_run(self) -> RunHandle | None:
         """The run the actions apply to; ``None`` when no run is selected."""
         return None
 
+    def selected_sweep(self) -> tuple[Sweep, tuple[RunHandle, ...]] | None:
+        """The sweep whose row is selected, with its runs in the store; ``None`` if none is."""
+        return None
+
+    def offers(self, action: RunAction) -> bool:
+        """Whether this screen offers ``action``."""
+        return self.WHERE in action.where
+
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
-        """The screen's active bindings in footer order: help, the focused widget's (a log
-        view's), then the screen's run actions (see ``x_tui.app.footer_keys``)."""
-        screen = cast("Screen[object]", self)
-        bindings: dict[str, ActiveBinding] = Screen.active_bindings.fget(screen)  # type: ignore[attr-defined]
-        return focused_first(screen, bindings)
+        """The active bindings in footer order: help, the focused widget's (a log view's, the
+        runs table's), then the screen's run actions (see ``x_tui.app.footer_keys``)."""
+        return focused_first(self, super().active_bindings)
 
-    def _run_for_action(self) -> tuple[Screen[object], RunHandle] | None:
-        screen = cast("Screen[object]", self)
+    def action_run_action(self, name: str) -> None:
+        """Run the action ``name`` on the selected sweep's row or run."""
+        action = RUN_ACTIONS.get(name)
+        if action is None or not self.offers(action):
+            return
+        sweep = self.selected_sweep()
+        if sweep is not None:
+            run_on_sweep(self, action, *sweep)
+            return
         handle = self.selected_run()
         if handle is None:
-            notify(screen.app, "No run selected", severity="warning")
-            return None
-        return screen, handle
-
-    def action_cancel_run(self) -> None:
-        """Cancel the selected run, after asking."""
-        chosen = self._run_for_action()
-        if chosen is not None:
-            ask_cancel(*chosen)
-
-    def action_fetch_run(self) -> None:
-        """Fetch the selected run's outputs, after asking where to."""
-        chosen = self._run_for_action()
-        if chosen is not None:
-            ask_fetch(*chosen)
-
-    def action_rerun(self) -> None:
-        """Run the selected run's job again with its settings, after asking."""
-        chosen = self._run_for_action()
-        if chosen is not None:
-            ask_rerun(*chosen)
-
-    def action_command_lines(self) -> None:
-        """Show and copy the ``x-tui`` command line behind each run action."""
-        chosen = self._run_for_action()
-        if chosen is not None:
-            show_command_lines(*chosen)
-
-    def action_copy_run_id(self) -> None:
-        """Copy the selected run's id to the clipboard."""
-        chosen = self._run_for_action()
-        if chosen is not None:
-            copy_run_id(*chosen)
+            notify(self.app, "No run selected", severity="warning")
+            return
+        run_on_run(self, action, handle)
 
 
-__all__ = [
-    "PROGRESS_SECONDS",
-    "RUN_ACTION_BINDINGS",
-    "FetchProgress",
-    "RunActions",
-    "Severity",
-    "ask_cancel",
-    "ask_cancel_sweep",
-    "ask_fetch",
-    "ask_rerun",
-    "copy_run_id",
-    "describe_error",
-    "directory_size",
-    "format_bytes",
-    "monitor_of",
-    "notify",
-    "notify_from_thread",
-    "open_run",
-    "rerun_plan",
-    "service_of",
-    "show_command_lines",
-    "start_fetch",
-    "sweep_action",
-]
+def _refused(screen: Screen[Any], action: RunAction) -> bool:
+    from x_tui.app.read_only import refused
+
+    return not action.read_only and refused(screen.app)
+
+
+def run_on_run(screen: Screen[Any], action: RunAction, handle: RunHandle) -> None:
+    """Run ``action`` on one run, unless the read-only web view refuses it (with a toast)."""
+    if not _refused(screen, action):
+        action.run(screen, handle)
+
+
+def run_on_sweep(
+    screen: Screen[Any], action: RunAction, sweep: Sweep, handles: tuple[RunHandle, ...]
+) -> None:
+    """Run ``action`` on a sweep's row; an action that needs one run says to select one."""
+    if action.sweep is None:
+        notify(screen.app, f"Select one run of the sweep to {action.verb} it", severity="warning")
+    elif not _refused(screen, action):
+        action.sweep(screen, sweep, handles)

@@ -1,9 +1,10 @@
 """The x-tui application: the service, the run monitor, the main screen and the user's settings.
 
 The app owns the engine's two long-lived parts, ``service`` (every backend call) and ``monitor``
-(the store watcher and state poller), and forwards the monitor's messages to the main screen and
-to the screen in front, so each screen updates its own widgets. Screens and their handlers live
-in modules of their own.
+(the store watcher and state poller), and publishes the monitor's messages on its
+``monitor_events`` signal, to which each screen that shows runs subscribes, so each screen
+updates its own widgets (:class:`~x_tui.app.app_context.AppContext` declares what screens reach
+through the app). Screens and their handlers live in modules of their own.
 
 | Key | Action |
 | --- | --- |
@@ -33,25 +34,26 @@ from textual.binding import Binding, BindingType
 from textual.command import Provider
 from textual.dom import NoScreen
 from textual.geometry import Size
-from textual.message import Message
 from textual.screen import Screen
+from textual.signal import Signal
 from textual.widget import Widget
 
+from x_tui.app.app_context import AppContext
 from x_tui.app.fallback_screens import FailureScreen, TooSmallScreen, too_small
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.messages import (
     ConfigChanged,
+    MonitorEvent,
     OpenRun,
     RunsChanged,
     RunStateChanged,
     RunStatusFailed,
     SweepsChanged,
-    copy_message,
 )
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.run_follower import PollIntervals
 from x_tui.app.service import Service
-from x_tui.app.settings import Settings, refresh_scale, save_setting
+from x_tui.app.settings import Settings, save_setting
 from x_tui.app.view_state import AWAY_ITEMS
 from x_tui.compute.handle_versions import settings_file
 
@@ -70,7 +72,7 @@ def _run_commands() -> type[Provider]:
     return provider()
 
 
-class XTuiApp(App[int]):
+class XTuiApp(AppContext):
     """Launch and watch the compute runs a project declares; see the module documentation."""
 
     TITLE = "x-tui"
@@ -119,7 +121,8 @@ class XTuiApp(App[int]):
         self.project = project
         self.settings = settings or Settings()
         self.service = service or Service()
-        intervals = (poll_intervals or PollIntervals()).scaled(refresh_scale(self))
+        self.monitor_events: Signal[MonitorEvent] = Signal(self, "monitor-events")
+        intervals = (poll_intervals or PollIntervals()).scaled(self.settings.refresh_scale)
         self.monitor = RunMonitor(
             self.service,
             self.post_message,
@@ -234,25 +237,16 @@ class XTuiApp(App[int]):
 
     # The monitor's messages -------------------------------------------------------------------
 
-    def _forward(self, message: Message) -> None:
-        targets: list[Screen[Any]] = [self.main_screen]
-        shown = [s for s in self.screen_stack if not isinstance(s, (FailureScreen, TooSmallScreen))]
-        front = shown[-1] if shown else self.main_screen
-        if front is not self.main_screen:
-            targets.append(front)
-        for target in targets:
-            target.post_message(copy_message(message))
-
     def on_runs_changed(self, message: RunsChanged) -> None:
-        """Forward to the main screen and the screen in front; reopen the last session's run."""
-        self._forward(message)
+        """Publish to the screens; reopen the last session's run."""
+        self.monitor_events.publish(message)
         keeper = self.view_keeper
         if keeper is not None:
             keeper.runs_changed(message.stored, complete=message.complete)
 
     def on_run_state_changed(self, message: RunStateChanged) -> None:
-        """Forward to the main screen and the screen in front; announce an end as asked."""
-        self._forward(message)
+        """Publish to the screens; announce an end as asked."""
+        self.monitor_events.publish(message)
         if message.previous is None or not message.state.is_final:
             return  # only an end this session saw happen is announced
         handle = next((h for h in self.monitor.stored.handles if h.run_id == message.run_id), None)
@@ -262,16 +256,16 @@ class XTuiApp(App[int]):
             announce_in_app(self, self.settings, handle, message.state, message.previous)
 
     def on_run_status_failed(self, message: RunStatusFailed) -> None:
-        """Forward to the main screen and the screen in front."""
-        self._forward(message)
+        """Publish to the screens."""
+        self.monitor_events.publish(message)
 
     def on_sweeps_changed(self, message: SweepsChanged) -> None:
-        """Forward to the main screen and the screen in front."""
-        self._forward(message)
+        """Publish to the screens."""
+        self.monitor_events.publish(message)
 
     def on_config_changed(self, message: ConfigChanged) -> None:
-        """Forward to the main screen and the screen in front."""
-        self._forward(message)
+        """Publish to the screens."""
+        self.monitor_events.publish(message)
 
     def on_open_run(self, message: OpenRun) -> None:
         """Push the run's screen, following its combined log."""

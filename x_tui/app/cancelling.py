@@ -12,7 +12,7 @@ from textual.app import App
 from textual.screen import Screen
 
 from x_tui.app.app_context import describe_error, monitor_of, notify, notify_from_thread, service_of
-from x_tui.app.confirm_screen import ConfirmScreen
+from x_tui.app.confirm_screen import confirm_then_work
 from x_tui.compute.store import RunHandle
 from x_tui.compute.sweeps import Sweep, parameters_text
 from x_tui.widgets.safe_text import safe_text
@@ -20,10 +20,6 @@ from x_tui.widgets.safe_text import safe_text
 
 def ask_cancel(screen: Screen[object], handle: RunHandle) -> None:
     """Ask to cancel the run, then cancel it in a worker; a run that already ended is left."""
-    from x_tui.app.read_only import refused
-
-    if refused(screen.app):
-        return
     app = screen.app
     monitor = monitor_of(app)
     state = monitor.state_of(handle.run_id) if monitor is not None else None
@@ -35,17 +31,13 @@ def ask_cancel(screen: Screen[object], handle: RunHandle) -> None:
     question.append_text(safe_text(f" on {handle.backend}?"))
     question.append("\nIts tasks are stopped; outputs written so far are kept.", style="dim")
 
-    def answered(confirmed: bool | None) -> None:
-        if confirmed:
-            app.run_worker(
-                lambda: _cancel(app, handle),
-                thread=True,
-                group=f"cancel-{handle.run_id}",
-                exit_on_error=False,
-                description=f"cancel {handle.run_id}",
-            )
-
-    app.push_screen(ConfirmScreen(question, confirm_label="Cancel run"), answered)
+    confirm_then_work(
+        app,
+        question,
+        confirm_label="Cancel run",
+        work=lambda: _cancel(app, handle),
+        name=f"cancel {handle.run_id}",
+    )
 
 
 def _cancel(app: App[object], handle: RunHandle) -> None:
@@ -61,33 +53,8 @@ def _cancel(app: App[object], handle: RunHandle) -> None:
         monitor.poll_soon(handle.run_id)
 
 
-def sweep_action(
-    screen: Screen[object], action: str, sweep: Sweep, handles: tuple[RunHandle, ...]
-) -> None:
-    """A run action on a sweep's group row: cancel every run, or copy the sweep id.
-
-    Args:
-        screen: The screen it was started from.
-        action: ``cancel_run``, ``copy_run_id``, ``fetch_run`` or ``rerun``.
-        sweep: The sweep.
-        handles: Its runs in the store.
-    """
-    if action == "cancel_run":
-        ask_cancel_sweep(screen, sweep, handles)
-    elif action == "copy_run_id":
-        screen.app.copy_to_clipboard(sweep.sweep_id)
-        notify(screen.app, f"Copied {sweep.sweep_id}")
-    else:
-        verb = {"fetch_run": "fetch", "delete_run": "delete"}.get(action, "re-run")
-        notify(screen.app, f"Select one run of the sweep to {verb} it", severity="warning")
-
-
 def ask_cancel_sweep(screen: Screen[object], sweep: Sweep, handles: tuple[RunHandle, ...]) -> None:
     """Ask to cancel every unfinished run of a sweep, then cancel them one by one in a worker."""
-    from x_tui.app.read_only import refused
-
-    if refused(screen.app):
-        return
     app = screen.app
     monitor = monitor_of(app)
 
@@ -108,17 +75,13 @@ def ask_cancel_sweep(screen: Screen[object], sweep: Sweep, handles: tuple[RunHan
         question.append_text(safe_text(f"{handle.run_id}  {parameters_text(values)}"))
     question.append("\nTheir tasks are stopped; outputs written so far are kept.", style="dim")
 
-    def answered(confirmed: bool | None) -> None:
-        if confirmed:
-            app.run_worker(
-                lambda: _cancel_sweep(app, sweep, going),
-                thread=True,
-                group=f"cancel-{sweep.sweep_id}",
-                exit_on_error=False,
-                description=f"cancel {sweep.sweep_id}",
-            )
-
-    app.push_screen(ConfirmScreen(question, confirm_label="Cancel runs"), answered)
+    confirm_then_work(
+        app,
+        question,
+        confirm_label="Cancel runs",
+        work=lambda: _cancel_sweep(app, sweep, going),
+        name=f"cancel {sweep.sweep_id}",
+    )
 
 
 def _cancel_sweep(app: App[object], sweep: Sweep, handles: tuple[RunHandle, ...]) -> None:

@@ -1,8 +1,9 @@
 """The ``x-tui`` command line behind each action of the TUI, for the user to see, copy and script.
 
-Each function gives the argv of the headless verb that does what the TUI action does; turned
-into one shell-safe line with :func:`shell_line` (every part quoted as a shell needs it, so a run
-name or a path with spaces or quotes pastes as it was). This module imports no Textual.
+Each function gives the argv of the headless verb that does what a TUI action does (the run
+actions name theirs in :data:`x_tui.app.actions.RUN_ACTIONS`); turned into one shell-safe line
+with :func:`shell_line` (every part quoted as a shell needs it, so a run name or a path with
+spaces or quotes pastes as it was). This module imports no Textual.
 """
 
 from __future__ import annotations
@@ -47,20 +48,26 @@ def rerun_command(handle: RunHandle) -> list[str]:
     return run_command(handle.job, backend=handle.backend, project=handle.project)
 
 
-def run_action_commands(handle: RunHandle, *, fetch_into: Path | None = None) -> dict[str, str]:
-    """Each run action's command line, by the action's name (in the order the keys are shown).
+def status_command(handle: RunHandle) -> list[str]:
+    """``x-tui status RUN_ID``: the run's state, as the run screen's header shows it."""
+    return [PROG, "status", handle.run_id]
 
-    Args:
-        handle: The run.
-        fetch_into: Where the fetch action copies to, when the user chose a place.
-    """
-    fetch = [PROG, "fetch", handle.run_id]
-    if fetch_into is not None:
-        fetch += ["--into", str(fetch_into)]
-    return {
-        "status": shell_line([PROG, "status", handle.run_id]),
-        "logs": shell_line([PROG, "logs", handle.run_id, "--follow"]),
-        "cancel": shell_line([PROG, "cancel", handle.run_id]),
-        "fetch": shell_line(fetch),
-        "re-run": shell_line(rerun_command(handle)),
-    }
+
+def logs_command(handle: RunHandle) -> list[str]:
+    """``x-tui logs RUN_ID --follow``: the run's combined log, as the log tab follows it."""
+    return [PROG, "logs", handle.run_id, "--follow"]
+
+
+def cancel_command(handle: RunHandle) -> list[str]:
+    """``x-tui cancel RUN_ID`` (the cancel action)."""
+    return [PROG, "cancel", handle.run_id]
+
+
+def fetch_command(handle: RunHandle) -> list[str]:
+    """``x-tui fetch RUN_ID`` (the fetch action, into the fetch root)."""
+    return [PROG, "fetch", handle.run_id]
+
+
+def delete_command(handle: RunHandle) -> list[str]:
+    """``x-tui delete RUN_ID`` (the delete action; it asks first, as the action does)."""
+    return [PROG, "delete", handle.run_id]

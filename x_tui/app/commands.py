@@ -2,9 +2,10 @@
 a run, and the help, for the screen the palette was opened on.
 
 The app lists :class:`RunCommands` in its ``COMMANDS``, so the palette offers them on every
-screen. A screen with a ``selected_run()`` (the run screen, the main screen's highlighted run)
-gets the actions on that run (cancel, fetch, re-run, copy id); the main screen with a sweep's
-row highlighted gets "Cancel sweep" and "Copy id" of the sweep; a screen with a ``project`` gets
+screen. A :class:`~x_tui.app.actions.RunActionScreen` with a run selected (the run screen, the
+main screen's highlighted run) gets each run action it offers that has palette text in
+:data:`~x_tui.app.actions.RUN_ACTIONS`; with a sweep's row highlighted, each action with a sweep
+handler ("Cancel sweep", "Copy id" of the sweep); a screen with a ``project`` gets
 one "Submit <job>" per job; every stored run can be opened by typing part of its id. Titles hold
 only run ids, sweep ids and job names, which are validated to letters, digits, ``.``, ``_`` and
 ``-``; anything else is shown as plain text, never as markup.
@@ -20,17 +21,10 @@ from rich.text import Text
 from textual.command import DiscoveryHit, Hit, Hits, Provider
 from textual.screen import Screen
 
-from x_tui.app.actions import (
-    ask_cancel,
-    ask_fetch,
-    ask_rerun,
-    copy_run_id,
-    monitor_of,
-    open_run,
-    sweep_action,
-)
+from x_tui.app.actions import RUN_ACTIONS, RunActionScreen, run_on_run, run_on_sweep
+from x_tui.app.app_context import monitor_of
+from x_tui.app.rerunning import open_run
 from x_tui.compute.operations import Project
-from x_tui.compute.store import RunHandle
 
 MAX_RUNS_OFFERED = 500
 """At most this many stored runs (the newest) are searched for "Open run"."""
@@ -66,28 +60,8 @@ def run_commands(screen: Screen[object]) -> Iterator[Command]:
 
     app = screen.app
     yield from _sweep_commands(screen)
-    handle = _selected_run(screen)
-    if handle is not None:
-        yield Command(
-            f"Cancel {handle.run_id}",
-            partial(ask_cancel, screen, handle),
-            "Stop the run's tasks (asks first)",
-        )
-        yield Command(
-            f"Fetch {handle.run_id}",
-            partial(ask_fetch, screen, handle),
-            "Copy the run's outputs here (asks where to)",
-        )
-        yield Command(
-            f"Re-run {handle.run_id}",
-            partial(ask_rerun, screen, handle),
-            "Run the job again with the same settings (asks first)",
-        )
-        yield Command(
-            f"Copy id {handle.run_id}",
-            partial(copy_run_id, screen, handle),
-            "Put the run id on the clipboard",
-        )
+    if isinstance(screen, RunActionScreen):
+        yield from _run_action_commands(screen)
     project = getattr(screen, "project", None)
     if isinstance(project, Project) and project.config is not None:
         for job in project.config.jobs:
@@ -110,34 +84,33 @@ def run_commands(screen: Screen[object]) -> Iterator[Command]:
             )
 
 
-def _selected_run(screen: Screen[object]) -> RunHandle | None:
-    """The run ``screen`` has selected: its ``selected_run()``, when it has one."""
-    selected = getattr(screen, "selected_run", None)
-    if not callable(selected):
-        return None
-    handle = selected()
-    return handle if isinstance(handle, RunHandle) else None
+def _run_action_commands(screen: RunActionScreen) -> Iterator[Command]:
+    """The actions ``screen`` offers that have palette text, on its selected run, if it has one."""
+    handle = screen.selected_run()
+    if handle is None:
+        return
+    for action in RUN_ACTIONS.values():
+        if action.palette is not None and screen.offers(action):
+            yield Command(
+                f"{action.palette} {handle.run_id}",
+                partial(run_on_run, screen, action, handle),
+                action.palette_help,
+            )
 
 
 def _sweep_commands(screen: Screen[object]) -> Iterator[Command]:
-    """Cancel and copy the id of the sweep whose row the runs table highlights, if it does."""
-    from x_tui.widgets.runs_table import RunsTable
-
-    tables = screen.query(RunsTable)
-    chosen = tables.first().highlighted_sweep() if tables else None
+    """The actions with a sweep handler, on the sweep whose row is highlighted, if one is."""
+    chosen = screen.selected_sweep() if isinstance(screen, RunActionScreen) else None
     if chosen is None:
         return
     sweep, handles = chosen
-    yield Command(
-        f"Cancel sweep {sweep.sweep_id}",
-        partial(sweep_action, screen, "cancel_run", sweep, handles),
-        "Stop every unfinished run of the sweep (asks first)",
-    )
-    yield Command(
-        f"Copy id {sweep.sweep_id}",
-        partial(sweep_action, screen, "copy_run_id", sweep, handles),
-        "Put the sweep id on the clipboard",
-    )
+    for action in RUN_ACTIONS.values():
+        if action.sweep is not None and action.sweep_palette is not None:
+            yield Command(
+                f"{action.sweep_palette} {sweep.sweep_id}",
+                partial(run_on_sweep, screen, action, sweep, handles),
+                action.palette_help.replace("the run", "the sweep"),
+            )
 
 
 def provider() -> type[Provider]:

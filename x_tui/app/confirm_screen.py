@@ -3,15 +3,17 @@
 The question names what the action touches (a run id, a job) and is shown as plain text, never
 as markup. ``No`` has the focus, so a stray ``enter`` does nothing harmful; ``y`` confirms and
 ``n`` or ``escape`` declines. The screen is dismissed with ``True`` only when the user confirmed.
+:func:`confirm_then_work` is the one way an action asks first and then works in a thread.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from rich.text import Text
 from textual import on
-from textual.app import ComposeResult
+from textual.app import App, ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import ModalScreen
@@ -98,6 +100,36 @@ class ConfirmScreen(ModalScreen[bool]):
     def action_decline(self) -> None:
         """Decline: dismiss with ``False``."""
         self.dismiss(False)
+
+
+def confirm_then_work(
+    app: App[object],
+    question: Text,
+    *,
+    confirm_label: str,
+    work: Callable[[], None],
+    name: str,
+    danger: bool = True,
+) -> None:
+    """Ask ``question``; once confirmed, run ``work`` in a thread worker owned by the app.
+
+    The worker outlives the screen that asked, and a failure in it never ends the app (``work``
+    says how it went in a toast).
+
+    Args:
+        app: The app, which owns the worker.
+        question: What is asked, as plain ``Text`` (see ``safe_text``).
+        confirm_label: The confirming button's label, such as ``"Cancel run"``.
+        work: What to do once confirmed; runs in a thread, so it touches no widget.
+        name: The worker's group and description, such as ``"cancel <run id>"``.
+        danger: Whether to show the confirming button in the error colour.
+    """
+
+    def answered(confirmed: bool | None) -> None:
+        if confirmed:
+            app.run_worker(work, thread=True, group=name, exit_on_error=False, description=name)
+
+    app.push_screen(ConfirmScreen(question, confirm_label=confirm_label, danger=danger), answered)
 
 
 class AskPathScreen(ModalScreen[Path | None]):

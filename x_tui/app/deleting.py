@@ -13,7 +13,7 @@ from textual.app import App
 from textual.screen import Screen
 
 from x_tui.app.app_context import describe_error, monitor_of, notify, notify_from_thread, service_of
-from x_tui.app.confirm_screen import ConfirmScreen
+from x_tui.app.confirm_screen import confirm_then_work
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.safe_text import safe_text
 
@@ -39,17 +39,13 @@ def ask_delete(screen: Screen[object], handle: RunHandle) -> None:
         style="dim",
     )
 
-    def answered(confirmed: bool | None) -> None:
-        if confirmed:
-            app.run_worker(
-                lambda: _delete(app, handle),
-                thread=True,
-                group=f"delete-{handle.run_id}",
-                exit_on_error=False,
-                description=f"delete {handle.run_id}",
-            )
-
-    app.push_screen(ConfirmScreen(question, confirm_label="Delete run"), answered)
+    confirm_then_work(
+        app,
+        question,
+        confirm_label="Delete run",
+        work=lambda: _delete(app, handle),
+        name=f"delete {handle.run_id}",
+    )
 
 
 def _delete(app: App[object], handle: RunHandle) -> None:

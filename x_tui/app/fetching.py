@@ -76,10 +76,6 @@ def directory_size(path: Path) -> tuple[int, int]:
 
 def ask_fetch(screen: Screen[object], handle: RunHandle) -> None:
     """Ask where to fetch the run's outputs (prefilled with the fetch root), then fetch them."""
-    from x_tui.app.read_only import refused
-
-    if refused(screen.app):
-        return
     question = Text("Fetch the outputs of ")
     question.append_text(safe_text(handle.run_id, "bold"))
     question.append(" into this directory (the copy goes in a folder named by the run id):")

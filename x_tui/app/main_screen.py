@@ -7,16 +7,18 @@ shows the problem panel in the jobs pane; the runs pane keeps working, in a proj
 
 The screen owns its widgets' state: the project is read and its jobs resolved in thread workers
 (which post :class:`ConfigChanged` / :class:`JobsResolved` back here), and the run monitor's
-messages arrive through the app.
+events arrive through the app's ``monitor_events`` signal, subscribed to on mount.
 
 | Key | Action |
 | --- | --- |
 | ``tab`` | Switch pane. |
 | ``/`` | Filter the runs (``escape`` clears the filter). |
 | ``enter`` | On a job: submit it. On a run: open it. |
-| ``c`` ``f`` ``r`` ``y`` | On a run: cancel, fetch, re-run, copy its id. |
+| ``c`` ``f`` ``r`` ``y`` ``!`` | On a run: cancel, fetch, re-run, copy its id, open a shell. |
 | ``d`` | On a run that has ended: delete its record and local files (asks first). |
 | ``c`` ``y`` | On a sweep's row: cancel every run of it, copy the sweep id. |
+
+The run actions come from :data:`x_tui.app.actions.RUN_ACTIONS`.
 | ``ctrl+r`` | Read the project and the run store again. |
 """
 
@@ -26,30 +28,30 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar, cast
+from typing import ClassVar
 
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
-from textual.binding import ActiveBinding, Binding, BindingType
+from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
-from x_tui.app.app_context import monitor_of, service_of
-from x_tui.app.footer_keys import focused_first
+from x_tui.app.actions import RunActionScreen, Where, run_action_bindings
+from x_tui.app.app_context import context_of, monitor_of, service_of, settings_of
 from x_tui.app.messages import (
     ConfigChanged,
+    MonitorEvent,
     RunsChanged,
     RunStateChanged,
     RunStatusFailed,
     SweepsChanged,
 )
 from x_tui.app.run_watch import WATCH_SECONDS, WatchPoller, watch_cells
-from x_tui.app.settings import refresh_scale
 from x_tui.compute.operations import JobList, Project
 from x_tui.compute.store import RunHandle
+from x_tui.compute.sweeps import Sweep
 from x_tui.widgets.job_browser import JobBrowser
 from x_tui.widgets.problem_panel import ProblemPanel
 from x_tui.widgets.runs_table import RunsTable
@@ -72,14 +74,11 @@ class JobsResolved(Message):
     jobs: JobList
 
 
-RUN_ACTIONS = ("cancel_run", "fetch_run", "rerun", "copy_run_id", "delete_run")
-"""The run actions of ``x_tui.app.actions``, offered on the runs pane."""
-
-
-class MainScreen(Screen[None]):
+class MainScreen(RunActionScreen):
     """Jobs beside runs; see the module documentation."""
 
     HELP_TITLE = "Main screen"
+    WHERE: Where = "main"
     HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"),
         (WIDE_COLUMNS, "-wide"),
@@ -89,13 +88,7 @@ class MainScreen(Screen[None]):
         Binding("slash", "filter", "Filter runs", id="main.filter"),
         Binding("escape", "clear_filter", "Clear filter", id="main.clear_filter"),
         Binding("s", "submit", "Submit job", id="main.submit", show=False),
-        # The run screen's keys and ids (x_tui.app.actions.RUN_ACTION_BINDINGS), bound here so
-        # that module, with everything it imports, loads on the first use, not at start-up.
-        Binding("c", "cancel_run", "Cancel run", id="run.cancel"),
-        Binding("f", "fetch_run", "Fetch", id="run.fetch"),
-        Binding("r", "rerun", "Re-run", id="run.rerun"),
-        Binding("y", "copy_run_id", "Copy id", id="run.copy_id"),
-        Binding("d", "delete_run", "Delete", id="main.delete_run"),
+        *run_action_bindings("main"),
         Binding("ctrl+r", "reload", "Reload", id="main.reload", show=False),
     ]
 
@@ -111,11 +104,6 @@ class MainScreen(Screen[None]):
         self.project: Project | None = None
         self._clock = clock
 
-    @property
-    def active_bindings(self) -> dict[str, ActiveBinding]:
-        """Active bindings in footer order: help, the focused pane's keys, then the screen's."""
-        return focused_first(self, super().active_bindings)
-
     def compose(self) -> ComposeResult:
         """Jobs pane, runs pane, footer."""
         with Vertical(id="jobs-pane", classes="pane"):
@@ -125,7 +113,9 @@ class MainScreen(Screen[None]):
             yield Input(
                 placeholder="filter runs: id, job, backend, state or sweep", id="runs-filter"
             )
-            yield RunsTable(clock=self._clock, min_refresh=refresh_scale(self.app), id="runs")
+            yield RunsTable(
+                clock=self._clock, min_refresh=settings_of(self.app).refresh_scale, id="runs"
+            )
             yield Static(id="run-detail")
         yield Footer()
 
@@ -145,13 +135,14 @@ class MainScreen(Screen[None]):
             self.jobs.option_list.focus()
         if self.project_root is not None:
             self.runs.set_project(str(self.project_root))
-        monitor = monitor_of(self.app)
-        if monitor is not None:
-            self.runs.show_sweeps(monitor.sweeps)
-            self._show_runs(RunsChanged(monitor.stored, False))
+        context = context_of(self.app)
+        if context is not None:
+            self.runs.show_sweeps(context.monitor.sweeps)
+            self._show_runs(RunsChanged(context.monitor.stored, False))
+            context.monitor_events.subscribe(self, self._monitor_event)
         self.action_reload(store=False)
         self._watcher = WatchPoller(service_of(self.app))
-        self.set_interval(WATCH_SECONDS * refresh_scale(self.app), self._poll_watch)
+        self.set_interval(WATCH_SECONDS * settings_of(self.app).refresh_scale, self._poll_watch)
 
     # Widgets ----------------------------------------------------------------------------------
 
@@ -166,7 +157,7 @@ class MainScreen(Screen[None]):
         return self.query_one("#runs", RunsTable)
 
     def selected_run(self) -> RunHandle | None:
-        """The highlighted run, which the run actions (``c``, ``f``, ``r``, ``y``) act on."""
+        """The highlighted run, which the run actions (``c``, ``f``, ``r``, ``y``...) act on."""
         return self.runs.highlighted_handle()
 
     # The view kept across sessions (x_tui.app.view_keeper) ----------------------------------
@@ -208,6 +199,10 @@ class MainScreen(Screen[None]):
         table.move_cursor(row=table.get_row_index(run_id), animate=False)
         self._describe_highlighted()
         return True
+
+    def selected_sweep(self) -> tuple[Sweep, tuple[RunHandle, ...]] | None:
+        """The sweep whose group row is highlighted, with its runs in the store."""
+        return self.runs.highlighted_sweep()
 
     def _jobs_title(self) -> Text:
         if self.project_root is None:
@@ -251,9 +246,18 @@ class MainScreen(Screen[None]):
 
     # Runs -------------------------------------------------------------------------------------
 
-    def on_runs_changed(self, message: RunsChanged) -> None:
-        """Bring the runs table in line with the store."""
-        self._show_runs(message)
+    def _monitor_event(self, event: MonitorEvent) -> None:
+        """Bring the panes in line with what the run monitor learned."""
+        if isinstance(event, RunsChanged):
+            self._show_runs(event)
+        elif isinstance(event, SweepsChanged):
+            self._sweeps_changed(event)
+        elif isinstance(event, RunStateChanged):
+            self._run_state_changed(event)
+        elif isinstance(event, RunStatusFailed):
+            self._run_status_failed(event)
+        else:
+            self.on_config_changed(event)
 
     def _show_runs(self, message: RunsChanged) -> None:
         monitor = monitor_of(self.app)
@@ -262,6 +266,8 @@ class MainScreen(Screen[None]):
             table.show_stored(message.stored)
         else:
             table.show_stored(message.stored, states=monitor.state_of, ended=monitor.ended_at)
+            for run_id, reason in monitor.problems().items():  # posted before this screen was
+                table.set_problem(run_id, reason)
         self._title_runs()
         self._describe_highlighted()
 
@@ -283,20 +289,20 @@ class MainScreen(Screen[None]):
         cells = {run_id: watch_cells(watch) for run_id, watch in found.items() if watch}
         self.app.call_from_thread(self.runs.show_watch, cells)
 
-    def on_sweeps_changed(self, message: SweepsChanged) -> None:
+    def _sweeps_changed(self, message: SweepsChanged) -> None:
         """Group each sweep's runs under a row of their own."""
         self.runs.show_sweeps(message.sweeps)
         self._title_runs()
         self._describe_highlighted()
 
-    def on_run_state_changed(self, message: RunStateChanged) -> None:
+    def _run_state_changed(self, message: RunStateChanged) -> None:
         """Show a run's new state."""
         monitor = monitor_of(self.app)
         ended = monitor.ended_at(message.run_id) if monitor is not None else None
         self.runs.set_state(message.run_id, message.state, ended)
         self._describe_highlighted()
 
-    def on_run_status_failed(self, message: RunStatusFailed) -> None:
+    def _run_status_failed(self, message: RunStatusFailed) -> None:
         """Show that a run's backend could not say where it is."""
         self.runs.set_problem(message.run_id, message.reason)
         self._describe_highlighted()
@@ -335,52 +341,11 @@ class MainScreen(Screen[None]):
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
         """Offer the run actions on the runs pane only, and ``escape`` only while filtering."""
-        if action in RUN_ACTIONS:
+        if action == "run_action":
             return self.runs.has_focus
         if action == "clear_filter":
             return self.query_one("#runs-filter", Input).display
         return True
-
-    def _run_action(self, action: str) -> None:
-        from x_tui.app import actions
-        from x_tui.app.deleting import ask_delete
-
-        sweep = self.runs.highlighted_sweep()
-        if sweep is not None:
-            actions.sweep_action(cast("Screen[object]", self), action, *sweep)
-            return
-        handle = self.selected_run()
-        if handle is None:
-            self.notify("No run selected", severity="warning")
-            return
-        ask: dict[str, Callable[[Screen[object], RunHandle], None]] = {
-            "cancel_run": actions.ask_cancel,
-            "fetch_run": actions.ask_fetch,
-            "rerun": actions.ask_rerun,
-            "copy_run_id": actions.copy_run_id,
-            "delete_run": ask_delete,
-        }
-        ask[action](cast("Screen[object]", self), handle)
-
-    def action_cancel_run(self) -> None:
-        """Cancel the highlighted run (on a sweep's row, every run of it), after asking."""
-        self._run_action("cancel_run")
-
-    def action_fetch_run(self) -> None:
-        """Fetch the highlighted run's outputs, after asking where to."""
-        self._run_action("fetch_run")
-
-    def action_rerun(self) -> None:
-        """Run the highlighted run's job again with its settings, after asking."""
-        self._run_action("rerun")
-
-    def action_copy_run_id(self) -> None:
-        """Copy the highlighted run's id."""
-        self._run_action("copy_run_id")
-
-    def action_delete_run(self) -> None:
-        """Delete the highlighted run's record and local files, after asking (ended runs only)."""
-        self._run_action("delete_run")
 
     def action_switch_pane(self) -> None:
         """Show (narrow) or focus (wide) the other pane."""

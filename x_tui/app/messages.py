@@ -1,10 +1,10 @@
-"""The messages the run monitor posts to the app, which forwards them to its screens.
+"""The messages the run monitor posts to the app, which publishes them to its screens.
 
 Workers (the monitor's watcher and poller threads, the service's calls) never touch widgets: they
-post one of these, and the screen that receives it updates its own widgets. Each message is a
-small dataclass so a test can assert on what was posted (``run_test(message_hook=...)``). None of
-them bubbles: the app forwards a copy to each screen that should see it, and a screen's copy must
-not come back up to the app.
+post one of these to the app (``post_message`` is thread-safe), and the app publishes it on its
+``monitor_events`` signal (:class:`~x_tui.app.app_context.AppContext`), to which each screen that
+shows runs subscribes on mount and updates its own widgets. Each message is a small dataclass so
+a test can assert on what was posted (``run_test(message_hook=...)``). None of them bubbles.
 """
 
 from __future__ import annotations
@@ -95,23 +95,5 @@ class ConfigChanged(Message, bubble=False):
     project: Project
 
 
-def copy_message(message: Message) -> Message:
-    """A fresh copy of one of this module's messages, so it can be posted to a second target.
-
-    Args:
-        message: A message defined in this module.
-
-    Returns:
-        A new message with the same fields (a posted message keeps per-delivery state).
-    """
-    if isinstance(message, RunsChanged):
-        return RunsChanged(message.stored, message.complete)
-    if isinstance(message, RunStateChanged):
-        return RunStateChanged(message.run_id, message.state)
-    if isinstance(message, RunStatusFailed):
-        return RunStatusFailed(message.run_id, message.reason)
-    if isinstance(message, ConfigChanged):
-        return ConfigChanged(message.project)
-    if isinstance(message, SweepsChanged):
-        return SweepsChanged(message.sweeps)
-    raise TypeError(f"not a monitor message: {type(message).__name__}")
+MonitorEvent = RunsChanged | RunStateChanged | RunStatusFailed | SweepsChanged | ConfigChanged
+"""What the run monitor tells the screens, through the app's ``monitor_events`` signal."""

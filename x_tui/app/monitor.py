@@ -66,6 +66,12 @@ class RunMonitor(RunFollower):
             poll=poll,
         )
         self._post = post
+        self._problems: dict[str, str] = {}
+
+    def problems(self) -> dict[str, str]:
+        """Why each run's backend could not say where it is, by run id, until it answers again
+        (a screen opened after the event catches up from here)."""
+        return dict(self._problems)
 
     def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
         """Post :class:`RunsChanged`."""
@@ -83,10 +89,16 @@ class RunMonitor(RunFollower):
         self, handle: RunHandle, state: RunState, previous: RunState | None
     ) -> None:
         """Post :class:`RunStateChanged`."""
+        self._problems.pop(handle.run_id, None)
         self._post(RunStateChanged(handle.run_id, state, previous))
 
+    def on_polled(self, handle: RunHandle, state: RunState) -> None:
+        """Forget the run's last status problem: its backend answered."""
+        self._problems.pop(handle.run_id, None)
+
     def on_status_failed(self, run_id: str, reason: str) -> None:
-        """Post :class:`RunStatusFailed`."""
+        """Keep the reason and post :class:`RunStatusFailed`."""
+        self._problems[run_id] = reason
         self._post(RunStatusFailed(run_id, reason))
 
     def on_launch_state(self, run_id: str, state: RunState) -> None:

@@ -200,11 +200,3 @@ def plan_renderable(plan: RunPlan, *, problem: str | None = None) -> RenderableT
         _request_rows(provider, plan.provider_request)
         parts += [Text(""), Text("Provider request", style="bold underline"), provider]
     return Group(*parts)
-
-
-__all__ = [
-    "cost_renderable",
-    "extensions_renderable",
-    "missing_secrets",
-    "plan_renderable",
-]

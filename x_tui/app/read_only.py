@@ -1,8 +1,9 @@
 """The read-only mode of the web view: the app shows everything and changes nothing.
 
 ``x-tui serve`` starts each browser session's app with ``X_TUI_READ_ONLY=1`` unless it was given
-``--allow-actions``; then cancel, fetch, re-run and submit are refused with one toast saying how
-to allow them. This module imports no Textual at import time.
+``--allow-actions``; then submit and every run action that changes or starts something (all but
+those :data:`x_tui.app.actions.RUN_ACTIONS` marks ``read_only``) are refused with one toast saying
+how to allow them. This module imports no Textual at import time.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from textual.app import App
 from textual.screen import Screen
 
 from x_tui.app.app_context import describe_error, notify_from_thread, service_of
-from x_tui.app.confirm_screen import ConfirmScreen
+from x_tui.app.confirm_screen import confirm_then_work
 from x_tui.app.messages import OpenRun
 from x_tui.app.run_sources import RunReader
 from x_tui.app.service import Service
@@ -78,10 +78,6 @@ def rerun_plan(service: Service, handle: RunHandle) -> tuple[RunPlan, str]:
 
 def ask_rerun(screen: Screen[object], handle: RunHandle) -> None:
     """Ask to run the job again with the run's settings, then submit it and open the new run."""
-    from x_tui.app.read_only import refused
-
-    if refused(screen.app):
-        return
     app = screen.app
     question = Text("Run ")
     question.append_text(safe_text(handle.job, "bold"))
@@ -93,17 +89,14 @@ def ask_rerun(screen: Screen[object], handle: RunHandle) -> None:
         style="dim",
     )
 
-    def answered(confirmed: bool | None) -> None:
-        if confirmed:
-            app.run_worker(
-                lambda: _rerun(app, handle),
-                thread=True,
-                group=f"rerun-{handle.run_id}",
-                exit_on_error=False,
-                description=f"re-run {handle.run_id}",
-            )
-
-    app.push_screen(ConfirmScreen(question, confirm_label="Re-run", danger=False), answered)
+    confirm_then_work(
+        app,
+        question,
+        confirm_label="Re-run",
+        work=lambda: _rerun(app, handle),
+        name=f"re-run {handle.run_id}",
+        danger=False,
+    )
 
 
 def _rerun(app: App[object], handle: RunHandle) -> None:

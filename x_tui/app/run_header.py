@@ -9,24 +9,35 @@ Every string from the run goes through ``safe_text``.
 from __future__ import annotations
 
 import datetime as dt
+from typing import ClassVar
 
 from rich.console import Group
+from rich.style import Style
 from rich.text import Text
+from textual.widgets import Static
 
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle
+from x_tui.widgets.run_states import STATE_COMPONENTS, state_css, state_styles
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds
 
-STATE_STYLES: dict[RunState | None, str] = {
-    RunState.SUBMITTING: "bold black on yellow",
-    RunState.PENDING: "bold black on yellow",
-    RunState.RUNNING: "bold white on dodger_blue2",
-    RunState.SUCCEEDED: "bold black on green",
-    RunState.FAILED: "bold white on red",
-    RunState.CANCELLED: "bold black on grey70",
-    None: "bold black on grey50",
-}
+BADGE = Style(bold=True, reverse=True)
+"""What turns a state's colour into a badge."""
+
+
+class RunHeader(Static):
+    """The run screen's header; its state badge takes its colour from the theme.
+
+    The badge is the state's component class (``x_tui.widgets.run_states``) shown reversed.
+    """
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = set(STATE_COMPONENTS)
+    DEFAULT_CSS = state_css("RunHeader")
+
+    def badge_style(self, state: RunState | None) -> Style:
+        """The style of the badge of ``state``, as the theme has it now."""
+        return state_styles(self).of(state) + BADGE
 
 
 def utc_now() -> dt.datetime:
@@ -63,6 +74,7 @@ def header_renderable(
     notice: Text | None = None,
     settings_note: str | None = None,
     watch: Text | None = None,
+    badge: Style | None = None,
 ) -> Group:
     """The run's header: state, id and duration; job, backend, submission time, age; details.
 
@@ -75,12 +87,14 @@ def header_renderable(
         settings_note: Where the run's backend settings come from, when that is worth saying
             (a substrax 0.1.x handle: from the project), shown after the details.
         watch: The run's progress, GPU use, cost so far and flags, after its id.
+        badge: The state badge's style (:meth:`RunHeader.badge_style`); plain reversed if
+            ``None``.
 
     Returns:
         The header's lines, each cut to the width rather than wrapped.
     """
     label = f" {state.value if state is not None else 'checking…'} "
-    first = Text(label, style=STATE_STYLES.get(state, ""))
+    first = Text(label, style=badge if badge is not None else BADGE)
     first.append(" ")
     first.append_text(safe_text(handle.run_id, "bold"))
     submitted = handle.submitted_at

@@ -4,7 +4,8 @@ its manifest, the devices it asked for and got, its spec, and each task's stdout
 The screen owns one :class:`~x_tui.app.run_sources.RunReader` and re-reads the run's files on a
 timer while the run goes on (every second on this machine, every few seconds through a remote
 backend's peek), in thread workers that hand their results back to the event loop; the state comes
-from the run monitor's :class:`~x_tui.app.messages.RunStateChanged`. Every string that came from
+from the run monitor's :class:`~x_tui.app.messages.RunStateChanged`, through the app's
+``monitor_events`` signal. Every string that came from
 the run (ids, names, logs, manifest values, provider messages) is shown through ``safe_text`` or
 the log view, never as markup.
 """
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Group
+from rich.style import Style
 from rich.text import Text
 from textual import on, work
 from textual.app import ComposeResult
@@ -24,23 +26,22 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.screen import Screen
-from textual.widgets import Footer, Static, TabbedContent, TabPane
+from textual.widgets import Footer, TabbedContent, TabPane
 
-from x_tui.app.actions import (
-    RUN_ACTION_BINDINGS,
-    FetchProgress,
-    RunActions,
+from x_tui.app.actions import RunActionScreen, run_action_bindings
+from x_tui.app.app_context import (
+    context_of,
     describe_error,
     monitor_of,
     service_of,
+    settings_of,
 )
 from x_tui.app.fetch_bar import FetchBar
-from x_tui.app.log_views import new_log_view
-from x_tui.app.messages import RunStateChanged, RunStatusFailed
-from x_tui.app.run_header import header_renderable, utc_now, watch_text
+from x_tui.app.fetching import FetchProgress
+from x_tui.app.log_view_settings import new_log_view
+from x_tui.app.messages import MonitorEvent, RunStateChanged, RunStatusFailed
+from x_tui.app.run_header import RunHeader, header_renderable, utc_now, watch_text
 from x_tui.app.run_sources import RunReader, RunSnapshot
-from x_tui.app.settings import refresh_scale
 from x_tui.app.task_logs import TaskLogs
 from x_tui.compute.backend import RunState
 from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
@@ -92,7 +93,7 @@ class FilesRead(Message):
     notice: Text | None
 
 
-class RunScreen(RunActions, Screen[None]):
+class RunScreen(RunActionScreen):
     """A run's header and tabs: combined log, manifest, devices, spec, and each task's logs.
 
     | Key | Description |
@@ -102,6 +103,8 @@ class RunScreen(RunActions, Screen[None]):
     | f | Fetch its outputs (asks where to). |
     | r | Run its job again with its settings (asks first). |
     | y | Copy its id. |
+    | ! | Open a shell in its directory, with its environment (a run on this machine). |
+    | x | Show and copy the ``x-tui`` command lines of its actions. |
     | [ / ] | Previous / next tab. |
     """
 
@@ -109,7 +112,7 @@ class RunScreen(RunActions, Screen[None]):
     CSS_PATH = "../styles/run.tcss"
     BINDINGS = [
         Binding("escape", "back", "Back", id="run.back"),
-        *RUN_ACTION_BINDINGS,
+        *run_action_bindings("run"),
         Binding("left_square_bracket", "switch_tab(-1)", "Prev tab", id="run.previous_tab"),
         Binding("right_square_bracket", "switch_tab(1)", "Next tab", id="run.next_tab"),
     ]
@@ -157,7 +160,7 @@ class RunScreen(RunActions, Screen[None]):
 
     def compose(self) -> ComposeResult:
         """Header, tabs, fetch progress, footer."""
-        yield Static(self._header(), id="run-header")
+        yield RunHeader(self._header(), id="run-header")
         with TabbedContent(id="run-tabs", initial="tab-log"):
             with TabPane(Content("Log"), id="tab-log"):
                 yield new_log_view(self.app, follow=self.follow, id="combined-log")
@@ -174,13 +177,17 @@ class RunScreen(RunActions, Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
-        """Take the monitor's state, then read the run's files in a worker."""
-        monitor = monitor_of(self.app)
-        if monitor is not None:
-            self.state = monitor.state_of(self.handle.run_id)
-            ended = monitor.ended_at(self.handle.run_id)
+        """Take the monitor's state and its events, then read the run's files in a worker."""
+        context = context_of(self.app)
+        if context is not None:
+            self.state = context.monitor.state_of(self.handle.run_id)
+            ended = context.monitor.ended_at(self.handle.run_id)
             if ended is not None:
                 self.ended_at = dt.datetime.fromtimestamp(ended, dt.UTC)
+            problem = context.monitor.problems().get(self.handle.run_id)
+            if problem is not None:
+                self._notice = safe_text(f"status: {problem}", "red")
+            context.monitor_events.subscribe(self, self._monitor_event)
         self._reader = RunReader(service_of(self.app), self.handle)
         origin = self._reader.service.store.settings_origin(self.handle)
         if origin is SettingsOrigin.PROJECT:
@@ -188,7 +195,7 @@ class RunScreen(RunActions, Screen[None]):
         self._update_header()
         self.query_one("#combined-log", LogView).focus()
         self._load()
-        self.set_interval(refresh_scale(self.app), self._tick)
+        self.set_interval(settings_of(self.app).refresh_scale, self._tick)
 
     def selected_run(self) -> RunHandle:
         """This screen's run, for the run actions."""
@@ -320,7 +327,7 @@ class RunScreen(RunActions, Screen[None]):
         if not self.loaded or self._refreshing or self._final_read:
             return
         interval = LOCAL_REFRESH_SECONDS if self._local else REMOTE_REFRESH_SECONDS
-        interval *= refresh_scale(self.app)
+        interval *= settings_of(self.app).refresh_scale
         now = self.clock().timestamp()
         if now - self._last_read < interval:
             return
@@ -361,7 +368,13 @@ class RunScreen(RunActions, Screen[None]):
             notice=self._notice,
             settings_note=self._settings_note,
             watch=self._watch(),
+            badge=self._badge(),
         )
+
+    def _badge(self) -> Style | None:
+        """The state badge's style from the header's theme (none before the header is mounted)."""
+        headers = self.query(RunHeader)
+        return headers.first().badge_style(self.state) if headers else None
 
     def _watch(self) -> Text | None:
         """The header's progress, GPU use, cost so far and flags, from the last read."""
@@ -390,11 +403,17 @@ class RunScreen(RunActions, Screen[None]):
         )
 
     def _update_header(self) -> None:
-        self.query_one("#run-header", Static).update(self._header())
+        self.query_one("#run-header", RunHeader).update(self._header())
 
     # Messages ---------------------------------------------------------------------------------
 
-    def on_run_state_changed(self, message: RunStateChanged) -> None:
+    def _monitor_event(self, event: MonitorEvent) -> None:
+        if isinstance(event, RunStateChanged):
+            self._run_state_changed(event)
+        elif isinstance(event, RunStatusFailed):
+            self._run_status_failed(event)
+
+    def _run_state_changed(self, message: RunStateChanged) -> None:
         """Show this run's new state; read its files once more when it has ended."""
         if message.run_id != self.handle.run_id:
             return
@@ -409,7 +428,7 @@ class RunScreen(RunActions, Screen[None]):
             self._last_read = 0.0
         self._update_header()
 
-    def on_run_status_failed(self, message: RunStatusFailed) -> None:
+    def _run_status_failed(self, message: RunStatusFailed) -> None:
         """Say that the backend could not report this run's state."""
         if message.run_id != self.handle.run_id:
             return

@@ -20,7 +20,6 @@ from pathlib import Path
 
 from x_tui.app.run_attempts import (
     Attempt,
-    attempt_dirs,
     earlier_attempts,
     kept_attempts,
     read_attempts,
@@ -423,17 +422,3 @@ def _log_relative(task: str, stream: str, attempt: int | None) -> str:
     if attempt < 1:
         raise ValueError(f"attempt {attempt} is not a positive number")
     return f"{ATTEMPTS_DIR}/{task}/{attempt}/{stream}.log"
-
-
-__all__ = [
-    "MAX_DEVICES_LOG",
-    "STREAMS",
-    "Attempt",
-    "RunReader",
-    "RunSnapshot",
-    "TaskProgress",
-    "attempt_dirs",
-    "earlier_attempts",
-    "fetched_copy",
-    "read_attempts",
-]

@@ -459,13 +459,3 @@ class Service:
 def frozen_settings(settings: Mapping[str, object]) -> str:
     """The canonical text of a settings table, the key backends are cached under."""
     return json.dumps(dict(settings), sort_keys=True, default=str)
-
-
-__all__ = [
-    "Deadlines",
-    "Service",
-    "SpoolState",
-    "SubmitProgress",
-    "call_with_deadline",
-    "frozen_settings",
-]

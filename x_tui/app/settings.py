@@ -74,15 +74,11 @@ class Settings:
     path: Path | None = None
     problems: tuple[str, ...] = ()
 
-
-def is_low_bandwidth(app: object) -> bool:
-    """Whether ``app`` runs under the low-bandwidth profile (``app.settings.low_bandwidth``)."""
-    return bool(getattr(getattr(app, "settings", None), "low_bandwidth", False))
-
-
-def refresh_scale(app: object) -> float:
-    """How many times longer ``app``'s refresh intervals are: see :data:`LOW_BANDWIDTH_SLOWDOWN`."""
-    return LOW_BANDWIDTH_SLOWDOWN if is_low_bandwidth(app) else 1.0
+    @property
+    def refresh_scale(self) -> float:
+        """How many times longer the app's refresh intervals are: see
+        :data:`LOW_BANDWIDTH_SLOWDOWN`."""
+        return LOW_BANDWIDTH_SLOWDOWN if self.low_bandwidth else 1.0
 
 
 def wraps_logs(settings: Settings | None, columns: int) -> bool:

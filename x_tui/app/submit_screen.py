@@ -30,7 +30,7 @@ from textual.timer import Timer
 from textual.widgets import Button, Footer, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
-from x_tui.app.app_context import describe_error, monitor_of, notify, service_of
+from x_tui.app.app_context import describe_error, monitor_of, notify, service_of, settings_of
 from x_tui.app.plan_preview import missing_secrets, plan_renderable
 from x_tui.app.submits import SubmitProgress, SubmitStillGoing
 from x_tui.compute import operations
@@ -308,9 +308,7 @@ class SubmitScreen(Screen[None]):
         _from_thread(app, self._submitted, handle)
         from x_tui.app.watch_starter import start_watcher_if_asked
 
-        settings = getattr(app, "settings", None)
-        if settings is not None:
-            start_watcher_if_asked(settings.notify, service.state_dir)
+        start_watcher_if_asked(settings_of(app).notify, service.state_dir)
 
     def _progress(self, progress: SubmitProgress) -> None:
         if not self.is_attached or not self.submitting:
@@ -368,10 +366,9 @@ def _from_thread(app: App[object], callback: Callable[..., object], *args: objec
 
 
 def _project_of(app: App[object]) -> Project:
-    """The project the app shows: ``app.project``, else a screen's ``project``, else the cwd's."""
-    candidates = [getattr(app, "project", None)]
-    candidates += [getattr(screen, "project", None) for screen in reversed(app.screen_stack)]
-    for candidate in candidates:
+    """The project the app shows: a screen's ``project`` (the main screen's), else the cwd's."""
+    for screen in reversed(app.screen_stack):
+        candidate = getattr(screen, "project", None)
         if isinstance(candidate, Project):
             return candidate
     return operations.open_project(operations.locate_project())

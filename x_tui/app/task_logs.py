@@ -2,7 +2,7 @@
 
 The log file is found by the run's :class:`~x_tui.app.run_sources.RunReader` in a thread worker
 (a remote run's log is peeked at and copied here first) and shown in a log view made for the
-app's profile (:func:`~x_tui.app.log_views.new_log_view`).
+app's profile (:func:`~x_tui.app.log_view_settings.new_log_view`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.widgets import Static
 
-from x_tui.app.log_views import new_log_view
+from x_tui.app.log_view_settings import new_log_view
 from x_tui.app.run_sources import STREAMS, RunReader
 from x_tui.widgets.log_view import LogView
 

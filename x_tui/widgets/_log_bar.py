@@ -1,6 +1,9 @@
 """The log view's input bar: type a search or a filter, toggle regex and case, submit or close;
 or type the file to save the lines shown to.
 
+The bar's mode and options are reactives; the mode label and the option toggles are bound to
+them with ``data_bind`` and redraw themselves when they change, so nothing updates them by hand.
+
 It posts :class:`SearchBar.Submitted` with a :class:`SearchQuery` (or ``None`` for an empty
 filter, which clears it), :class:`SearchBar.SaveSubmitted` with the path typed, and
 :class:`SearchBar.Closed`; it never touches the view itself.
@@ -15,6 +18,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal
 from textual.message import Message
+from textual.reactive import reactive
 from textual.widgets import Input, Static
 
 from x_tui.compute.logindex_search import SearchQuery
@@ -31,6 +35,47 @@ PLACEHOLDERS: dict[Mode, str] = {
     "save": "file to write",
 }
 """The input's placeholder, by mode."""
+
+
+class ModeLabel(Static):
+    """What the bar asks for (``/``, ``&``, ``save to``), bound to the bar's mode."""
+
+    mode: reactive[Mode] = reactive[Mode]("search")
+
+    def watch_mode(self, mode: Mode) -> None:
+        """Show the mode's label."""
+        self.update(Text(MODE_LABELS[mode]))
+
+
+class BarOptions(Static):
+    """The regex and case toggles (or, when saving, how to finish), bound to the bar's."""
+
+    mode: reactive[Mode] = reactive[Mode]("search")
+    regex: reactive[bool] = reactive(False)
+    match_case: reactive[bool] = reactive(False)
+
+    def watch_mode(self) -> None:
+        """Show the toggles of the new mode."""
+        self.update(self.options_text())
+
+    def watch_regex(self) -> None:
+        """Show the regex toggle's new state."""
+        self.update(self.options_text())
+
+    def watch_match_case(self) -> None:
+        """Show the case toggle's new state."""
+        self.update(self.options_text())
+
+    def options_text(self) -> Text:
+        """The toggles, each bright when on; when saving, how to finish."""
+        if self.mode == "save":
+            return Text("enter saves, escape gives up", style="dim")
+        options = Text()
+        options.append(" .* ", style="bold reverse" if self.regex else "dim")
+        options.append(" ")
+        options.append(" Aa ", style="bold reverse" if self.match_case else "dim")
+        options.append("  ^r ^t", style="dim")
+        return options
 
 
 class SearchBar(Horizontal):
@@ -61,6 +106,15 @@ class SearchBar(Horizontal):
         & > .search-bar--options { width: auto; padding: 0 1; }
     }
     """
+
+    mode: reactive[Mode] = reactive[Mode]("search")
+    """What the bar asks for now."""
+
+    regex: reactive[bool] = reactive(False)
+    """Whether the text is a regular expression."""
+
+    match_case: reactive[bool] = reactive(False)
+    """Whether letter case must match."""
 
     class Submitted(Message):
         """The user asked for a search or filter (``query`` is ``None`` for an empty filter)."""
@@ -98,18 +152,14 @@ class SearchBar(Horizontal):
             id: The widget's id.
         """
         super().__init__(id=id)
-        self.mode: Mode = "search"
-        """What the bar asks for now."""
-        self.regex = False
-        """Whether the text is a regular expression."""
-        self.match_case = False
-        """Whether letter case must match."""
 
     def compose(self) -> ComposeResult:
-        """A mode label, the input, the option toggles."""
-        yield Static(classes="search-bar--mode")
+        """A mode label, the input, the option toggles (the labels bound to the bar's state)."""
+        yield ModeLabel(classes="search-bar--mode").data_bind(SearchBar.mode)
         yield Input(compact=True, select_on_focus=False)
-        yield Static(classes="search-bar--options")
+        yield BarOptions(classes="search-bar--options").data_bind(
+            SearchBar.mode, SearchBar.regex, SearchBar.match_case
+        )
 
     def open(self, mode: Mode, query: SearchQuery | None, *, text: str = "") -> None:
         """Show the bar for ``mode``, starting from the last query of that mode.
@@ -127,8 +177,6 @@ class SearchBar(Horizontal):
         field.value = query.text if query is not None else text
         field.cursor_position = len(field.value)
         field.placeholder = PLACEHOLDERS[mode]
-        self.query_one(".search-bar--mode", Static).update(MODE_LABELS[mode])
-        self._show_options()
         self.add_class("-open")
         field.focus()
 
@@ -150,12 +198,10 @@ class SearchBar(Horizontal):
     def action_toggle_regex(self) -> None:
         """Toggle whether the text is a regular expression."""
         self.regex = not self.regex
-        self._show_options()
 
     def action_toggle_case(self) -> None:
         """Toggle whether case must match."""
         self.match_case = not self.match_case
-        self._show_options()
 
     def on_input_submitted(self, event: Input.Submitted) -> None:
         """Post the query and close."""
@@ -172,15 +218,3 @@ class SearchBar(Horizontal):
         )
         self.close()
         self.post_message(self.Submitted(self.mode, query))
-
-    def _show_options(self) -> None:
-        if self.mode == "save":
-            hint = Text("enter saves, escape gives up", style="dim")
-            self.query_one(".search-bar--options", Static).update(hint)
-            return
-        options = Text()
-        options.append(" .* ", style="bold reverse" if self.regex else "dim")
-        options.append(" ")
-        options.append(" Aa ", style="bold reverse" if self.match_case else "dim")
-        options.append("  ^r ^t", style="dim")
-        self.query_one(".search-bar--options", Static).update(options)

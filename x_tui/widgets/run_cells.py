@@ -8,22 +8,12 @@ through ``safe_text``.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 
 from rich.text import Text
 
 from x_tui.compute.backend import RunState
-
-STATE_STYLES: Mapping[RunState | None, tuple[str, str]] = {
-    RunState.SUBMITTING: ("… submitting", "dim"),
-    RunState.PENDING: ("… pending", "dim"),
-    RunState.RUNNING: ("▶ running", "bold cyan"),
-    RunState.SUCCEEDED: ("✓ succeeded", "green"),
-    RunState.FAILED: ("✗ failed", "bold red"),
-    RunState.CANCELLED: ("■ cancelled", "yellow"),
-    None: ("· checking", "dim"),
-}
-"""The text and style of each state: a glyph as well as a colour, so no state rests on colour."""
+from x_tui.widgets.run_states import UNKNOWN_LABEL, StateStyles, state_label
 
 EMPTY = "—"
 """What an empty cell shows."""
@@ -125,12 +115,11 @@ class RedrawQueue:
         return keys
 
 
-def state_cell(state: RunState | None, *, problem: bool = False) -> Text:
-    """A run's state, or ``? unknown`` when its backend could not say."""
+def state_cell(state: RunState | None, styles: StateStyles, *, problem: bool = False) -> Text:
+    """A run's state, or ``? unknown`` when its backend could not say, in the table's styles."""
     if problem:
-        return Text("? unknown", style="bold magenta")
-    label, style = STATE_STYLES[state]
-    return Text(label, style=style)
+        return Text(UNKNOWN_LABEL, style=styles.of(state, unknown=True))
+    return Text(state_label(state), style=styles.of(state))
 
 
 def group_state(states: Iterable[RunState | None]) -> RunState | None:
@@ -153,11 +142,13 @@ def group_state(states: Iterable[RunState | None]) -> RunState | None:
     return RunState.SUCCEEDED if seen else None
 
 
-def group_state_cell(states: Iterable[RunState | None]) -> Text:
+def group_state_cell(states: Iterable[RunState | None], styles: StateStyles) -> Text:
     """A sweep's row's state cell: the summing-up state's glyph and the number of runs."""
     seen = list(states)
-    label, style = STATE_STYLES[group_state(seen)]
-    return Text(f"{label.split()[0]} {len(seen)} run{'' if len(seen) == 1 else 's'}", style=style)
+    state = group_state(seen)
+    glyph = state_label(state).split()[0]
+    plural = "" if len(seen) == 1 else "s"
+    return Text(f"{glyph} {len(seen)} run{plural}", style=styles.of(state))
 
 
 def count_states(states: Iterable[RunState | None]) -> str:

@@ -22,7 +22,6 @@ from x_tui.compute.store import RunHandle, StoredRuns, run_id_time
 from x_tui.compute.sweeps import StoredSweeps, Sweep, parameters_text
 from x_tui.widgets.run_cells import (
     EMPTY,
-    STATE_STYLES,
     count_states,
     format_age,
     format_span,
@@ -30,6 +29,7 @@ from x_tui.widgets.run_cells import (
     shorten,
     state_cell,
 )
+from x_tui.widgets.run_states import StateStyles, state_label
 from x_tui.widgets.safe_text import safe_text
 
 GROUP_PREFIX = "sweep:"
@@ -357,12 +357,15 @@ def duration_cell(row: RunRow, now: float) -> Text:
     return Text(format_span(now - row.order[0]), style="cyan")
 
 
-def cells(row: RunRow, now: float, members: Sequence[RunRow] = ()) -> tuple[Text, ...]:
+def cells(
+    row: RunRow, now: float, styles: StateStyles, members: Sequence[RunRow] = ()
+) -> tuple[Text, ...]:
     """The row's cells: run, state, age, took, job, project, backend (``COLUMNS``' order).
 
     Args:
         row: The row.
         now: The current epoch time.
+        styles: The states' styles, from the table's theme.
         members: On a group row, its runs' rows.
 
     Returns:
@@ -372,7 +375,7 @@ def cells(row: RunRow, now: float, members: Sequence[RunRow] = ()) -> tuple[Text
     if row.group is not None:
         return (
             safe_text(run_text(row), "bold"),
-            group_state_cell(member.state for member in members),
+            group_state_cell((member.state for member in members), styles),
             age,
             Text(EMPTY, style="dim"),
             safe_text(row.group.job, "bold"),
@@ -395,7 +398,7 @@ def cells(row: RunRow, now: float, members: Sequence[RunRow] = ()) -> tuple[Text
         job.append_text(safe_text(parameters_text(row.member.parameters), "bold"))
     return (
         safe_text(run_text(row)),
-        state_cell(row.state, problem=row.problem is not None),
+        state_cell(row.state, styles, problem=row.problem is not None),
         age,
         duration_cell(row, now),
         job,
@@ -417,7 +420,7 @@ def matches(row: RunRow, text: str, members: Sequence[RunRow] = ()) -> bool:
         if any(text in word.lower() for word in words):
             return True
         return any(matches(member, text) for member in members)
-    words = [row.key, STATE_STYLES[row.state][0]]
+    words = [row.key, state_label(row.state)]
     if row.handle is not None:
         words += [row.handle.job, row.handle.backend, project_name(row.handle.project)]
     else:

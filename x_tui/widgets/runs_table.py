@@ -32,6 +32,7 @@ from typing import ClassVar
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.message import Message
+from textual.theme import Theme
 from textual.timer import Timer
 from textual.widgets import DataTable
 from textual.widgets.data_table import ColumnKey
@@ -40,10 +41,9 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps, Sweep
 from x_tui.widgets import run_rows
-from x_tui.widgets.run_cells import RedrawQueue, format_age, format_span, next_change
+from x_tui.widgets.run_cells import RedrawQueue, format_age
 from x_tui.widgets.run_rows import Membership, RunRow, SortKey, group_key
-
-__all__ = ["COLUMNS", "RunsTable", "format_age", "format_span", "next_change"]
+from x_tui.widgets.run_states import STATE_COMPONENTS, StateStyles, state_css, state_styles
 
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("run", "Run", None),
@@ -81,6 +81,8 @@ class RunsTable(DataTable[Text]):
     """Every stored run, newest first, sweeps grouped; see the module documentation."""
 
     HELP_TITLE = "Runs"
+    COMPONENT_CLASSES: ClassVar[set[str]] = {*DataTable.COMPONENT_CLASSES, *STATE_COMPONENTS}
+    DEFAULT_CSS = state_css("RunsTable")
     BINDINGS: ClassVar[list[BindingType]] = [
         Binding("enter", "choose", "Open run", id="runs.open"),
         Binding("j", "cursor_down", "Down", show=False, id="runs.down"),
@@ -141,12 +143,29 @@ class RunsTable(DataTable[Text]):
         self._project_only = True
         self._sort: str | None = None
         self._descending = True
+        self._state_styles: StateStyles | None = None
 
     def on_mount(self) -> None:
         """Add the columns."""
         for key, heading, width in COLUMNS:
             self.add_column(Text(heading), key=key, width=width)
         self._label_columns()
+        self.app.theme_changed_signal.subscribe(self, self._theme_changed)
+
+    @property
+    def state_styles(self) -> StateStyles:
+        """The states' styles, as the theme has them now (see ``x_tui.widgets.run_states``)."""
+        if self._state_styles is None:
+            self._state_styles = state_styles(self)
+        return self._state_styles
+
+    def _theme_changed(self, _theme: Theme) -> None:
+        """Restyle the state cells in the new theme's colours."""
+        styles = state_styles(self)
+        if styles != self._state_styles:
+            self._state_styles = styles
+            for row in self._all_rows():
+                self._rewrite(row)
 
     # Project filter and sort ----------------------------------------------------------------------
 
@@ -522,7 +541,10 @@ class RunsTable(DataTable[Text]):
             if self._oldest is not None and order > self._oldest:
                 needs_sort = True
             self._oldest = order if self._oldest is None else min(self._oldest, order)
-            self.add_row(*run_rows.cells(row, now, self._members.get(row.key, ())), key=row.key)
+            self.add_row(
+                *run_rows.cells(row, now, self.state_styles, self._members.get(row.key, ())),
+                key=row.key,
+            )
             self._schedule(row, rearm=False)
         if needs_sort:
             self._resort(cursor=cursor, at_top=at_top)
@@ -548,7 +570,9 @@ class RunsTable(DataTable[Text]):
     def _rewrite(self, row: RunRow) -> None:
         if row.key not in self.rows:
             return
-        values = run_rows.cells(row, self._clock(), self._members.get(row.key, ()))
+        values = run_rows.cells(
+            row, self._clock(), self.state_styles, self._members.get(row.key, ())
+        )
         for (key, _, _), cell in zip(COLUMNS, values, strict=True):
             self.update_cell(row.key, key, cell)
         self._schedule(row)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from textual.app import App
 
-from x_tui.app.settings import Settings, is_low_bandwidth, wraps_logs
+from x_tui.app.app_context import settings_of
+from x_tui.app.settings import wraps_logs
 from x_tui.widgets.log_view import LogView
 
 
@@ -24,6 +25,6 @@ def new_log_view(app: App[object], *, follow: bool, id: str | None = None) -> Lo
     Returns:
         The view.
     """
-    settings = getattr(app, "settings", None)
-    wrap = wraps_logs(settings if isinstance(settings, Settings) else None, app.size.width)
-    return LogView(None, follow=follow, low_bandwidth=is_low_bandwidth(app), wrap=wrap, id=id)
+    settings = settings_of(app)
+    wrap = wraps_logs(settings, app.size.width)
+    return LogView(None, follow=follow, low_bandwidth=settings.low_bandwidth, wrap=wrap, id=id)

@@ -1,12 +1,12 @@
 """Open a shell in a run's directory, with the environment its tasks ran in (the ``!`` action).
 
 The shell (``$SHELL``, else ``/bin/sh``) starts in the run's directory (its staged spec, worker log
-and outputs) with the variables its tasks had: this process's, then the job's ``env``, then
-its JAX runtime settings (:func:`~x_tui.compute.worker.environment.child_environment`, as the
-worker builds them; no secret is in there, as none is ever in a spec). The app is suspended while the shell
-runs and comes back when it exits. Only a run whose files are on this machine has a directory to
-open; for any other run, or where the terminal cannot be handed over (the web view), a toast
-says why and nothing starts.
+and outputs) with the variables its tasks had: this process's, then the job's ``env``, then its
+JAX runtime settings (:func:`~x_tui.compute.worker.environment.child_environment`, as the
+worker builds them; no secret is in there, as none is ever in a spec). The app is suspended while
+the shell runs and comes back when it exits. Only a run whose files are on this machine has a
+directory to open; for any other run, or where the terminal cannot be handed over (the web view),
+a toast says why and nothing starts.
 """
 
 from __future__ import annotations

@@ -454,6 +454,20 @@ class WatchSettings:
     """How long silence with idle GPUs takes to be flagged (recorded for the readers)."""
     patterns: tuple[str, ...] = ()
     """The job's own metric patterns (``log_metrics``)."""
+    paced_by_job: bool = False
+    """Whether the job set ``seconds`` itself (``telemetry_seconds``)."""
+
+    def for_low_bandwidth(self, slowdown: float) -> WatchSettings:
+        """The settings a run submitted under the low-bandwidth profile gets: ``slowdown`` times
+        fewer samples (a smaller file for each peek of a remote run), unless the job set its own
+        pace, which is kept."""
+        if self.paced_by_job or self.seconds <= 0:
+            return self
+        return WatchSettings(
+            seconds=min(3600.0, self.seconds * slowdown),
+            stall_seconds=self.stall_seconds,
+            patterns=self.patterns,
+        )
 
     def worker_arguments(self) -> list[str]:
         """The worker's command-line arguments for the settings that are not its defaults."""

@@ -72,6 +72,7 @@ class LiveDevices(Vertical):
         """Start with no samples."""
         super().__init__(id=id)
         self._indexes: tuple[int, ...] = ()
+        self._shown: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         """The summary line, the column heading, then one row per GPU once samples come."""
@@ -84,6 +85,11 @@ class LiveDevices(Vertical):
 
     async def show(self, telemetry: Telemetry | None, *, running: bool) -> None:
         """Show the samples (``None``: none were recorded, or not yet while ``running``)."""
+        latest_at = telemetry.latest.t if telemetry is not None and telemetry.latest else None
+        shown = (latest_at, len(telemetry.samples) if telemetry else 0, running)
+        if shown == self._shown:
+            return  # the same samples as last time: nothing to redraw
+        self._shown = shown
         summary = self.query_one("#live-summary", Static)
         heading = self.query_one("#live-heading", Static)
         process = self.query_one("#live-process", Static)
@@ -128,7 +134,8 @@ class LiveDevices(Vertical):
         summary.update(line)
         for index in indexes:
             row = latest.gpus.get(index) if latest is not None else None
-            self.query_one(f"#figures-{index}", Static).update(device_line(index, row))
+            figures = self.query_one(f"#figures-{index}", Static)
+            figures.update(device_line(index, row), layout=False)  # one line of fixed width
             self.query_one(f"#util-{index}", Sparkline).data = telemetry.series(
                 index, "utilization", SPARK_SAMPLES
             )

@@ -2,10 +2,11 @@
 
 While a run's tasks run, :class:`TelemetrySampler` (a thread of the worker) appends a sample
 every few seconds (:data:`DEFAULT_SECONDS`, a job setting): each GPU's utilisation, memory,
-power and temperature, read from ONE long-lived ``nvidia-smi --query-gpu=... -l N`` process, and
-the CPU use and resident memory of the worker's descendants (the run's own processes) from
-``/proc``. No ``nvidia-smi`` means no GPU figures, never an error; any other error stops the
-sampling with one note in the combined log, and the task goes on.
+power and temperature, read from ONE long-lived ``nvidia-smi --query-gpu=... -l N`` process
+(without it, from ``rocm-smi --json`` asked once a sample, for AMD GPUs), and the CPU use and
+resident memory of the worker's descendants (the run's own processes) from ``/proc``. Neither
+tool means no GPU figures, never an error; any other error stops the sampling with one note in
+the combined log, and the task goes on.
 
 The file is JSON lines (``docs/telemetry.md`` describes them):
 

@@ -115,6 +115,9 @@ def main() -> int:
     parser.add_argument("--project", type=Path)
     parser.add_argument("--run-id")
     parser.add_argument("--tab")
+    parser.add_argument(
+        "--only", help="measure only the views whose name holds this text (and the bare app)"
+    )
     args = parser.parse_args()
     if args.child == "bare":
         _child_bare()
@@ -155,6 +158,7 @@ def main() -> int:
             figures = {
                 name: measure(argv, env, warmup=args.warmup, seconds=args.seconds)
                 for name, argv in views.items()
+                if args.only is None or args.only in name
             }
             running = sum(service.status(handle).value == "running" for handle in handles)
         finally:

@@ -44,6 +44,14 @@ def device_line(index: int, row: tuple[float | None, ...] | None) -> Text:
     )
 
 
+def _update(line: Static, text: Text) -> None:
+    """Show ``text`` in a one-line Static, laying the screen out again only if its length changed
+    (the same length at the same width wraps the same)."""
+    before = line.content
+    same = isinstance(before, Text) and len(before.plain) == len(text.plain)
+    line.update(text, layout=not same)
+
+
 class LiveDevices(Vertical):
     """Every GPU's latest figures and sparklines of utilisation, memory and power."""
 
@@ -131,7 +139,7 @@ class LiveDevices(Vertical):
             line.append("   sparklines: util · memory · power", style="dim")
         else:
             line.append("No GPU figures (no nvidia-smi where the run runs).", style="dim")
-        summary.update(line)
+        _update(summary, line)
         for index in indexes:
             row = latest.gpus.get(index) if latest is not None else None
             figures = self.query_one(f"#figures-{index}", Static)
@@ -146,10 +154,11 @@ class LiveDevices(Vertical):
                 index, "power_w", SPARK_SAMPLES
             )
         if latest is not None:
-            process.update(
+            _update(
+                process,
                 Text(
                     f"processes: {latest.procs if latest.procs is not None else '-'}"
                     f" · CPU {_figure(latest.cpu, '%')}"
                     f" · memory {_figure(latest.rss_mib, ' MiB')}"
-                )
+                ),
             )

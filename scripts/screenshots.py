@@ -75,6 +75,7 @@ def _prepare() -> Path:
 def _run_jobs(project: Path) -> dict[str, object]:
     from x_tui.compute import operations
     from x_tui.compute.store import RunStore
+    from x_tui.compute.sweep_runs import plan_sweep, submit_sweep
     from x_tui.compute.sweeps import parse_sweep
 
     opened = operations.open_project(project)
@@ -82,8 +83,8 @@ def _run_jobs(project: Path) -> dict[str, object]:
     for job in ("flaky", "hello", "progress"):
         handles[job] = operations.submit_run(operations.plan_run(opened, job))
         time.sleep(1.1)  # distinct submission times, so the runs table has an order to show
-    sweep = operations.plan_sweep(opened, "hello", (parse_sweep("GREETING=hi,hello"),))
-    swept = operations.submit_sweep(sweep).run_ids
+    sweep = plan_sweep(opened, "hello", (parse_sweep("GREETING=hi,hello"),))
+    swept = submit_sweep(sweep).run_ids
     time.sleep(1.1)
     handles["long"] = operations.submit_run(operations.plan_run(opened, "long"))
     stored = {handle.run_id: handle for handle in RunStore().read_all().handles}

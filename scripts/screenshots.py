@@ -11,7 +11,11 @@ write one SVG per screen:
 - ``main.svg``: the job browser beside the runs table (the sweep's runs grouped);
 - ``run.svg``: a run's combined log; ``run-manifest.svg``: a failed run's manifest;
 - ``submit.svg``: the submit screen's plan preview;
-- ``help.svg``: the ``?`` help over the run screen.
+- ``help.svg``: the ``?`` help over the run screen;
+- ``run-devices.svg`` and ``run-metrics.svg``: the live Devices and Metrics tabs of a ``train``
+  job added to the scratch copy (it logs ``step=N loss=X acc=Y`` and a tqdm bar), run with the
+  test suite's stand-in ``nvidia-smi`` (``tests/fake_gpus``: 8 GPUs whose figures change) on its
+  ``PATH`` and a sample a second, shot while it runs.
 """
 
 from __future__ import annotations
@@ -30,6 +34,32 @@ SCRATCH = Path("/tmp/x-tui-screenshots")
 
 SIZE = (120, 40)
 DEADLINE = 120.0
+FAKE_GPUS = Path(__file__).resolve().parent.parent / "tests" / "fake_gpus"
+
+TRAIN = """\
+import math, random, sys, time
+random.seed(7)
+for step in range(1, 601):
+    loss = 2.5 * math.exp(-step / 40) + 0.15 + random.uniform(-0.04, 0.04)
+    acc = 1 - 0.9 * math.exp(-step / 50) + random.uniform(-0.01, 0.01)
+    print(f"step={step} loss={loss:.4f} acc={acc:.3f} lr=3e-4", flush=True)
+    eta = (600 - step) // 5
+    sys.stderr.write(f"\\r{step}/600 [00:{step // 5:02d}<{eta // 60:02d}:{eta % 60:02d}, 5.00it/s]")
+    sys.stderr.flush()
+    time.sleep(0.2)
+"""
+"""A training script as people write them: metrics on plain lines, a tqdm bar on stderr."""
+
+TRAIN_JOB = """
+# Added by scripts/screenshots.py: logs metrics and a progress bar, sampled every second.
+[tool.substrax.compute.jobs.train]
+timeout_seconds = 600
+[tool.substrax.compute.jobs.train.commands]
+train = ["python", "scripts/train.py"]
+
+[tool.x-tui.jobs.train]
+telemetry_seconds = 1
+"""
 
 
 def _prepare() -> Path:
@@ -45,6 +75,7 @@ def _prepare() -> Path:
 def _run_jobs(project: Path) -> dict[str, object]:
     from x_tui.compute import operations
     from x_tui.compute.store import RunStore
+    from x_tui.compute.sweep_runs import plan_sweep, submit_sweep
     from x_tui.compute.sweeps import parse_sweep
 
     opened = operations.open_project(project)
@@ -52,8 +83,8 @@ def _run_jobs(project: Path) -> dict[str, object]:
     for job in ("flaky", "hello", "progress"):
         handles[job] = operations.submit_run(operations.plan_run(opened, job))
         time.sleep(1.1)  # distinct submission times, so the runs table has an order to show
-    sweep = operations.plan_sweep(opened, "hello", (parse_sweep("GREETING=hi,hello"),))
-    swept = operations.submit_sweep(sweep).run_ids
+    sweep = plan_sweep(opened, "hello", (parse_sweep("GREETING=hi,hello"),))
+    swept = submit_sweep(sweep).run_ids
     time.sleep(1.1)
     handles["long"] = operations.submit_run(operations.plan_run(opened, "long"))
     stored = {handle.run_id: handle for handle in RunStore().read_all().handles}
@@ -129,6 +160,43 @@ async def _shoot(project: Path, handles: dict[str, object], out: Path) -> None:
         app.save_screenshot("submit.svg", str(out))
 
 
+def _start_training(project: Path) -> object:
+    """Add the ``train`` job to the scratch copy and start it with 8 stand-in GPUs."""
+    from x_tui.compute import operations
+
+    (project / "scripts" / "train.py").write_text(TRAIN, encoding="utf-8")
+    with (project / "pyproject.toml").open("a", encoding="utf-8") as stream:
+        stream.write(TRAIN_JOB)
+    os.environ["PATH"] = f"{FAKE_GPUS}{os.pathsep}{os.environ['PATH']}"  # the worker inherits it
+    opened = operations.open_project(project)
+    return operations.submit_run(operations.plan_run(opened, "train"))
+
+
+async def _shoot_live(project: Path, train: object, out: Path) -> None:
+    from textual.widgets import TabbedContent
+
+    from x_tui.app.app import XTuiApp
+    from x_tui.app.run_screen import RunScreen
+    from x_tui.app.service import Service
+
+    app = XTuiApp(project, service=Service())
+    async with app.run_test(size=SIZE) as pilot:
+        screen = RunScreen(train, tab="tab-devices")  # type: ignore[arg-type]
+        await app.push_screen(screen)
+
+        def samples() -> int:
+            snapshot = screen.snapshot
+            telemetry = snapshot.telemetry if snapshot is not None else None
+            return len(telemetry.samples) if telemetry is not None else 0
+
+        await _until(pilot, lambda: screen.loaded and samples() >= 30, "30 device samples")
+        await pilot.pause(1.0)
+        app.save_screenshot("run-devices.svg", str(out))
+        screen.query_one("#run-tabs", TabbedContent).active = "tab-metrics"
+        await pilot.pause(1.0)
+        app.save_screenshot("run-metrics.svg", str(out))
+
+
 def main(argv: list[str] | None = None) -> int:
     """Write the screenshots; returns the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -147,6 +215,11 @@ def main(argv: list[str] | None = None) -> int:
 
         long = handles["long"]
         operations.backend_for(long).cancel(long)  # type: ignore[arg-type]
+    train = _start_training(project)
+    try:
+        asyncio.run(_shoot_live(project, train, out))
+    finally:
+        operations.backend_for(train).cancel(train)  # type: ignore[arg-type]
     for name in sorted(out.glob("*.svg")):
         print(name, file=sys.stderr)
     return 0

@@ -44,7 +44,7 @@ from x_tui.app.run_header import RunHeader, header_renderable, utc_now, watch_te
 from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.task_logs import TaskLogs
 from x_tui.compute.backend import RunState
-from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
+from x_tui.compute.run_health import cost_so_far, flags_of, run_hourly_price
 from x_tui.compute.store import RunHandle, SettingsOrigin
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.compute.worker.spec import JobSpec
@@ -387,7 +387,8 @@ class RunScreen(RunActionScreen):
         now = self.clock().timestamp()
         cost = None
         if running and self.spec is not None:
-            hourly = hourly_price(self.handle.backend, self.spec.resources)
+            store = service_of(self.app).store
+            hourly = run_hourly_price(store, self.handle, self.spec.resources)
             cost = cost_so_far(now - self.handle.submitted_at.timestamp(), hourly)
         flags = flags_of(telemetry, now=now) if running else ()
         shown = None

@@ -17,7 +17,7 @@ from rich.text import Text
 
 from x_tui.app.run_sources import RunReader
 from x_tui.app.service import Service
-from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
+from x_tui.compute.run_health import cost_so_far, flags_of, run_hourly_price
 from x_tui.compute.store import RunHandle
 from x_tui.compute.telemetry_read import read_metrics, read_telemetry
 from x_tui.compute.worker.log_metrics import METRICS_NAME
@@ -56,7 +56,7 @@ def read_watch(
         service: Reads the run's files.
         handle: The run.
         now: The wall-clock time.
-        hourly: The run's hourly list price (``run_health.hourly_price``), ``None`` if unbilled.
+        hourly: The run's hourly price (``run_health.run_hourly_price``), ``None`` if unbilled.
 
     Returns:
         What could be read; an empty :class:`RunWatch` when nothing could.
@@ -101,7 +101,9 @@ class WatchPoller:
             if handle.run_id not in self._hourly:
                 spec, _note = RunReader(self._service, handle).spec()
                 self._hourly[handle.run_id] = (
-                    hourly_price(handle.backend, spec.resources) if spec is not None else None
+                    run_hourly_price(self._service.store, handle, spec.resources)
+                    if spec is not None
+                    else None
                 )
             found[handle.run_id] = read_watch(
                 self._service, handle, now=now, hourly=self._hourly[handle.run_id]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from rich.console import Group
 from rich.text import Text
@@ -32,6 +32,7 @@ from textual.worker import get_current_worker
 
 from x_tui.app.app_context import describe_error, monitor_of, notify, service_of, settings_of
 from x_tui.app.plan_preview import missing_secrets, plan_renderable
+from x_tui.app.settings import LOW_BANDWIDTH_SLOWDOWN
 from x_tui.app.submits import SubmitProgress, SubmitStillGoing
 from x_tui.compute import operations
 from x_tui.compute.operations import Project, RunPlan
@@ -294,6 +295,9 @@ class SubmitScreen(Screen[None]):
             plan = service.plan(
                 project, self.job, backend=fields.backend, accelerator=fields.accelerator
             )
+            if settings_of(app).low_bandwidth:  # fewer samples: each remote peek reads less
+                watch = plan.extensions.watch.for_low_bandwidth(LOW_BANDWIDTH_SLOWDOWN)
+                plan = replace(plan, extensions=replace(plan.extensions, watch=watch))
             handle = service.submit(
                 plan,
                 progress=lambda progress: _from_thread(app, self._progress, progress),

@@ -26,6 +26,7 @@ from x_tui.compute.backend import (
 )
 from x_tui.compute.operations import backend_for
 from x_tui.compute.outputs import OutputTooLargeError, OutsideOutputsError
+from x_tui.compute.price_quotes import quoted_hourly_price
 from x_tui.compute.run_health import cost_so_far, flags_of, hourly_price
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.store import RunHandle, RunStore, backend_state_dir
@@ -60,8 +61,12 @@ def read_side_files(reader: Reader) -> tuple[Telemetry | None, RunMetrics]:
     return read_telemetry(_read(reader, TELEMETRY_NAME)), read_metrics(_read(reader, METRICS_NAME))
 
 
-def run_hourly_price(handle: RunHandle) -> float | None:
-    """The run's hourly list price, from its staged spec; ``None`` when unknown or unbilled."""
+def spec_hourly_price(handle: RunHandle) -> float | None:
+    """The run's hourly price (quoted at submit, else from its staged spec's resources);
+    ``None`` when unknown or unbilled."""
+    quoted = quoted_hourly_price(RunStore(), handle.run_id)
+    if quoted is not None:
+        return quoted
     candidates = []
     run_dir = handle.details.get("run_dir")
     if run_dir:
@@ -101,7 +106,7 @@ def watch_json(
     elapsed = now - handle.submitted_at.timestamp()
     return {
         "progress": metrics.progress.describe() if metrics.progress is not None else None,
-        "cost_so_far": cost_so_far(elapsed, run_hourly_price(handle)) if running else None,
+        "cost_so_far": cost_so_far(elapsed, spec_hourly_price(handle)) if running else None,
         "flags": [flag.describe() for flag in flags],
     }
 

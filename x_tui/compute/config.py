@@ -336,7 +336,7 @@ def _watch(where: str, table: dict[str, Any]) -> WatchSettings:
                 f"{where} telemetry_seconds: expected 0 (no samples) or 0.2 to 3600 seconds,"
                 f" got {table['telemetry_seconds']!r}"
             )
-        watch = replace(watch, seconds=float(seconds))
+        watch = replace(watch, seconds=float(seconds), paced_by_job=True)
     stall = _seconds(where, "stall_seconds", table.get("stall_seconds"))
     if stall is not None:
         if stall <= 0:

@@ -366,6 +366,7 @@ def submit_run(
             ) from None
         raise
     fault_point("backend submitted")
+    _keep_quote(store, handle.run_id, plan)
     if plan.handle_version is not None:
         handle = replace(handle, schema_version=plan.handle_version.version)
     if book.cancel_asked(handle.run_id):
@@ -375,6 +376,18 @@ def submit_run(
     _forget_launch(book, handle.run_id)
     fault_point("launch record and cancel request removed")
     return handle
+
+
+def _keep_quote(store: RunStore, run_id: str, plan: RunPlan) -> None:
+    """Keep the hourly price the plan quoted, for the run's cost so far (``price_quotes``)."""
+    from x_tui.compute.price_quotes import plan_quote, save_quote
+
+    try:
+        quote = plan_quote(plan.provider_request)
+        if quote is not None:
+            save_quote(store, run_id, quote)
+    except Exception:  # the run is submitted: without a quote it only shows no cost
+        return
 
 
 def _launch_record(plan: RunPlan) -> LaunchRecord:

@@ -25,7 +25,9 @@ from x_tui.compute.extensions import (
     CpuRequest,
     ResourceRequest,
 )
+from x_tui.compute.price_quotes import quoted_hourly_price
 from x_tui.compute.prices import table_for
+from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.telemetry_read import Sample, Telemetry
 from x_tui.compute.worker.records import JsonValue
 from x_tui.compute.worker.spec import Resources
@@ -162,6 +164,19 @@ def hourly_price(backend: str, resources: Resources) -> float | None:
         memory_gib_hour_usd=table.memory_gib_hour_usd,
     )
     return estimate.max_usd
+
+
+def run_hourly_price(store: RunStore, handle: RunHandle, resources: Resources) -> float | None:
+    """A run's hourly price: the one its plan quoted at submit (``price_quotes``: SkyPilot's
+    catalog), else its backend's dated table (:func:`hourly_price`); ``None`` if unknown or free.
+
+    Args:
+        store: The store holding the run (its quotes are kept beside it).
+        handle: The run.
+        resources: The resources its spec asked for.
+    """
+    quoted = quoted_hourly_price(store, handle.run_id)
+    return quoted if quoted is not None else hourly_price(handle.backend, resources)
 
 
 def cost_so_far(elapsed_seconds: float, hourly_usd: float | None) -> float | None:

@@ -115,7 +115,10 @@ def plan_removal(
         raise UnexpectedRunDirError(f"{expected} is a link; nothing was deleted")
     # A remote backend may keep the run's staged files here too.
     run_dir = expected if expected.is_dir() else None
-    kept = tuple(path for path in side_files if path.is_file() and not path.is_symlink())
+    from x_tui.compute.price_quotes import quote_path
+
+    own = (*side_files, quote_path(store, handle.run_id))
+    kept = tuple(path for path in own if path.is_file() and not path.is_symlink())
     return Removal(run_dir=run_dir, side_files=kept, record=store.path_of(handle.run_id))
 
 

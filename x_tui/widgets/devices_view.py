@@ -213,6 +213,9 @@ class DevicesView(Static):
     }
     """
 
+    _shown: tuple[object, ...] | None = None
+    """The arguments last shown."""
+
     def show(
         self,
         resources: Resources | None,
@@ -223,7 +226,12 @@ class DevicesView(Static):
         platforms: tuple[str, ...] | None = None,
         state: RunState | None = None,
     ) -> None:
-        """Show the comparison (see :func:`devices_renderable` for the arguments)."""
+        """Show the comparison (see :func:`devices_renderable` for the arguments); nothing is
+        redrawn when they are what was last shown."""
+        shown = (resources, devices, probe_log, manifest_present, platforms, state)
+        if shown == self._shown:
+            return
+        self._shown = shown
         self.update(
             devices_renderable(
                 resources,

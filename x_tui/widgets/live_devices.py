@@ -44,6 +44,14 @@ def device_line(index: int, row: tuple[float | None, ...] | None) -> Text:
     )
 
 
+def _update(line: Static, text: Text) -> None:
+    """Show ``text`` in a one-line Static, laying the screen out again only if its length changed
+    (the same length at the same width wraps the same)."""
+    before = line.content
+    same = isinstance(before, Text) and len(before.plain) == len(text.plain)
+    line.update(text, layout=not same)
+
+
 class LiveDevices(Vertical):
     """Every GPU's latest figures and sparklines of utilisation, memory and power."""
 
@@ -72,6 +80,7 @@ class LiveDevices(Vertical):
         """Start with no samples."""
         super().__init__(id=id)
         self._indexes: tuple[int, ...] = ()
+        self._shown: tuple[object, ...] | None = None
 
     def compose(self) -> ComposeResult:
         """The summary line, the column heading, then one row per GPU once samples come."""
@@ -84,6 +93,11 @@ class LiveDevices(Vertical):
 
     async def show(self, telemetry: Telemetry | None, *, running: bool) -> None:
         """Show the samples (``None``: none were recorded, or not yet while ``running``)."""
+        latest_at = telemetry.latest.t if telemetry is not None and telemetry.latest else None
+        shown = (latest_at, len(telemetry.samples) if telemetry else 0, running)
+        if shown == self._shown:
+            return  # the same samples as last time: nothing to redraw
+        self._shown = shown
         summary = self.query_one("#live-summary", Static)
         heading = self.query_one("#live-heading", Static)
         process = self.query_one("#live-process", Static)
@@ -125,10 +139,11 @@ class LiveDevices(Vertical):
             line.append("   sparklines: util · memory · power", style="dim")
         else:
             line.append("No GPU figures (no nvidia-smi where the run runs).", style="dim")
-        summary.update(line)
+        _update(summary, line)
         for index in indexes:
             row = latest.gpus.get(index) if latest is not None else None
-            self.query_one(f"#figures-{index}", Static).update(device_line(index, row))
+            figures = self.query_one(f"#figures-{index}", Static)
+            figures.update(device_line(index, row), layout=False)  # one line of fixed width
             self.query_one(f"#util-{index}", Sparkline).data = telemetry.series(
                 index, "utilization", SPARK_SAMPLES
             )
@@ -139,10 +154,11 @@ class LiveDevices(Vertical):
                 index, "power_w", SPARK_SAMPLES
             )
         if latest is not None:
-            process.update(
+            _update(
+                process,
                 Text(
                     f"processes: {latest.procs if latest.procs is not None else '-'}"
                     f" · CPU {_figure(latest.cpu, '%')}"
                     f" · memory {_figure(latest.rss_mib, ' MiB')}"
-                )
+                ),
             )

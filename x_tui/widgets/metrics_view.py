@@ -91,8 +91,14 @@ class MetricsView(Vertical):
         yield table
 
     def show(self, metrics: RunMetrics) -> None:
-        """Show the run's metrics as last read."""
+        """Show the run's metrics as last read (nothing is redrawn when they did not change)."""
+        if metrics == self.metrics and self._names == tuple(metrics.series):
+            return
         self.metrics = metrics
+        self._show()
+
+    def _show(self) -> None:
+        metrics = self.metrics
         names = tuple(metrics.series)
         if self.chosen not in names:
             self.chosen = names[0] if names else None
@@ -145,7 +151,7 @@ class MetricsView(Vertical):
             return
         index = self._names.index(self.chosen) if self.chosen in self._names else -1
         self.chosen = self._names[(index + 1) % len(self._names)]
-        self.show(self.metrics)
+        self._show()
         self.query_one("#metrics-table", DataTable).move_cursor(row=self._names.index(self.chosen))
 
     def action_toggle_log(self) -> None:
@@ -158,4 +164,4 @@ class MetricsView(Vertical):
         key = event.row_key.value
         if key is not None and key in self._names and key != self.chosen:
             self.chosen = key
-            self.show(self.metrics)
+            self._show()

@@ -259,6 +259,8 @@ class ModalBackend:
         }
         if planned.retries:
             arguments["retries_json"] = json.dumps(dict(planned.retries))
+        if planned.watch:
+            arguments["watch_json"] = json.dumps(list(planned.watch))
         lock = threading.Lock()
         spawned: dict[str, tuple[str, str]] = {}
         abandoned = threading.Event()

@@ -38,6 +38,7 @@ def run_worker(
     volume: str,
     environment: str | None,
     retries_json: str | None = None,
+    watch_json: str | None = None,
     commit_seconds: float = COMMIT_SECONDS,
 ) -> bool:
     """Run the job's worker in the container and commit its outputs.
@@ -53,11 +54,15 @@ def run_worker(
         environment: The Modal environment the Volume is in.
         retries_json: The worker's retries table as JSON text (``{"<task>": more attempts}``),
             written to a file given to the worker as ``--retries``; ``None`` retries nothing.
+        watch_json: The worker's telemetry arguments as a JSON list of strings
+            (``WatchSettings.worker_arguments``: ``--telemetry-seconds``, ``--stall-seconds``,
+            ``--metric-pattern``); ``None`` keeps the worker's defaults.
         commit_seconds: How often to commit while the worker runs.
 
     Returns:
         Whether the worker reported every task succeeded.
     """
+    import json
     import os
     import subprocess
     import sys
@@ -82,6 +87,8 @@ def run_worker(
         with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
             handle.write(retries_json)
         command += ["--retries", retries_path]
+    if watch_json is not None:
+        command += [str(argument) for argument in json.loads(watch_json)]
     process = subprocess.Popen(command, cwd=project)
     while True:
         try:

@@ -180,6 +180,8 @@ class ModalRequest:
         secrets: The names the tasks see captured secrets under (``Secret.from_dict``).
         platform_secrets: The Modal Secrets the function gets by name (``Secret.from_name``).
         retries: The worker's retries table, ``{"<task>": more attempts}``; empty for none.
+        watch: The worker's arguments for the job's ``telemetry_seconds``, ``stall_seconds``
+            and ``metric_patterns`` (``WatchSettings.worker_arguments``); empty for defaults.
         notes: What the request leaves out, and why, for people reading the plan.
     """
 
@@ -195,6 +197,7 @@ class ModalRequest:
     secrets: tuple[str, ...] = ()
     platform_secrets: tuple[str, ...] = ()
     retries: Mapping[str, int] = field(default_factory=dict)
+    watch: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
 
     def estimate(self) -> dict[str, JsonValue]:
@@ -259,6 +262,11 @@ class ModalRequest:
                 "table": dict(self.retries),
                 "how": "passed to the function as retries_json; the worker gets --retries with"
                 " it written to a file in the container",
+            }
+        if self.watch:
+            shown["watch"] = {
+                "arguments": list(self.watch),
+                "how": "passed to the function as watch_json; the worker gets them as arguments",
             }
         return shown
 
@@ -499,5 +507,6 @@ def build_request(
         secrets=extensions.secrets.task_names,
         platform_secrets=extensions.secrets.platform,
         retries=extensions.retries.worker_table([task.name for task in spec.tasks]),
+        watch=tuple(extensions.watch.worker_arguments()),
         notes=tuple(notes),
     )

@@ -212,7 +212,7 @@ class SkyPilotBackend:
             ConfigError: If the job cannot run on this backend (no uv.lock, a mount the
                 transport cannot carry, SkyPilot-side secrets).
         """
-        wanted_extensions = extensions or JobExtensions()
+        wanted_extensions = extensions if extensions is not None else JobExtensions()
         wanted = self._check(spec, project, request, wanted_extensions)
         run_id = new_run_id(spec.name)
         task = self._task(
@@ -313,7 +313,7 @@ class SkyPilotBackend:
             BackendUnavailableError: If SkyPilot is not installed or has no enabled cloud.
             ProviderError: If SkyPilot refused the launch.
         """
-        wanted_extensions = extensions or JobExtensions()
+        wanted_extensions = extensions if extensions is not None else JobExtensions()
         wanted = self._check(spec, project, request, wanted_extensions)
         run = new_run(spec, project, settings=self.settings.table(), launch=launch)
         run_dir = stage_run(self.runs, run)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
@@ -113,12 +114,15 @@ def run_script(
     settings: SkyPilotSettings,
     transport: Transport,
     retries: bool = False,
+    watch: Sequence[str] = (),
 ) -> str:
     """The task's ``run``: the worker on the run's spec, its outputs where the transport says.
 
     With several nodes SkyPilot runs this on each; the head's outputs are the run's, every other
     node's go under ``nodes/<rank>/`` of them. With ``retries`` the worker reads the run's
-    ``retries.json`` (mounted beside its spec).
+    ``retries.json`` (mounted beside its spec). ``watch`` are the worker's arguments for the
+    job's ``telemetry_seconds``, ``stall_seconds`` and ``metric_patterns``
+    (``WatchSettings.worker_arguments``), each quoted for the shell.
     """
     remote = f"$HOME/{REMOTE_RUNS.removeprefix('~/')}/{run_id}"
     worker = " ".join(
@@ -132,6 +136,7 @@ def run_script(
             "--outputs",
             '"$OUTPUTS"',
             *(["--retries", f'"{remote}/{RETRIES_NAME}"'] if retries else []),
+            *(shlex.quote(argument) for argument in watch),
         ]
     )
     lines = [PATH_LINE, f'OUTPUTS="{transport.outputs_dir(run_id)}"']
@@ -182,7 +187,7 @@ def task_for(
         f"{remote}/{SPEC_NAME}": str(run_dir / SPEC_NAME),
         f"{remote}/{WORKER_NAME}": str(run_dir / WORKER_NAME),
     }
-    wanted = extensions or JobExtensions()
+    wanted = extensions if extensions is not None else JobExtensions()
     retries = bool(wanted.retries.worker_table([task.name for task in spec.tasks]))
     if retries:
         mounts[f"{remote}/{RETRIES_NAME}"] = str(run_dir / RETRIES_NAME)
@@ -197,6 +202,12 @@ def task_for(
         task["managed_secrets"] = list(wanted.secrets.platform)
     task["setup"] = setup_script(spec, settings, transport, wanted.dependencies)
     task["run"] = run_script(
-        spec, run_id=run_id, nodes=nodes, settings=settings, transport=transport, retries=retries
+        spec,
+        run_id=run_id,
+        nodes=nodes,
+        settings=settings,
+        transport=transport,
+        retries=retries,
+        watch=wanted.watch.worker_arguments(),
     )
     return task

@@ -2,10 +2,11 @@
 
 While a run's tasks run, :class:`TelemetrySampler` (a thread of the worker) appends a sample
 every few seconds (:data:`DEFAULT_SECONDS`, a job setting): each GPU's utilisation, memory,
-power and temperature, read from ONE long-lived ``nvidia-smi --query-gpu=... -l N`` process, and
-the CPU use and resident memory of the worker's descendants (the run's own processes) from
-``/proc``. No ``nvidia-smi`` means no GPU figures, never an error; any other error stops the
-sampling with one note in the combined log, and the task goes on.
+power and temperature, read from ONE long-lived ``nvidia-smi --query-gpu=... -l N`` process
+(without it, from ``rocm-smi --json`` asked once a sample, for AMD GPUs), and the CPU use and
+resident memory of the worker's descendants (the run's own processes) from ``/proc``. Neither
+tool means no GPU figures, never an error; any other error stops the sampling with one note in
+the combined log, and the task goes on.
 
 The file is JSON lines (``docs/telemetry.md`` describes them):
 
@@ -90,16 +91,45 @@ def parse_gpu_line(line: str) -> tuple[int, str, list[float | int | None]] | Non
 
 
 class _GpuReader:
-    """The long-lived ``nvidia-smi -l N`` process and the latest row it gave for each GPU."""
+    """The latest row a GPU tool gave for each GPU; with no tool, none (and no error)."""
 
-    def __init__(self, seconds: float) -> None:
+    def __init__(self) -> None:
         self.latest: dict[int, list[float | int | None]] = {}
         self.names: dict[int, str] = {}
         self._lock = threading.Lock()
+
+    @property
+    def found(self) -> bool:
+        """Whether the tool was found and started."""
+        return False
+
+    def own_pids(self) -> set[int]:
+        """The reader's own processes, left out of the run's."""
+        return set()
+
+    def keep(self, index: int, name: str, figures: list[float | int | None]) -> None:
+        """Hold one GPU's latest name and figures."""
+        with self._lock:
+            self.names[index] = name
+            self.latest[index] = figures
+
+    def snapshot(self) -> tuple[dict[int, str], list[list[float | int | None]]]:
+        """The GPUs' names and their latest rows, ``[index, five figures...]``, by index."""
+        with self._lock:
+            names = dict(self.names)
+            rows = [[index, *self.latest[index]] for index in sorted(self.latest)]
+        return names, rows
+
+    def stop(self) -> None:
+        """Stop asking the tool."""
+
+
+class _NvidiaReader(_GpuReader):
+    """The long-lived ``nvidia-smi -l N`` process and the latest row it gave for each GPU."""
+
+    def __init__(self, seconds: float, tool: str) -> None:
+        super().__init__()
         self._process: subprocess.Popen[bytes] | None = None
-        tool = shutil.which("nvidia-smi")
-        if tool is None:
-            return
         try:
             self._process = subprocess.Popen(
                 [
@@ -120,8 +150,13 @@ class _GpuReader:
         threading.Thread(target=self._read, name="x-tui-gpu-reader", daemon=True).start()
 
     @property
-    def pid(self) -> int | None:
-        return self._process.pid if self._process is not None else None
+    def found(self) -> bool:
+        """Whether ``nvidia-smi`` started."""
+        return self._process is not None
+
+    def own_pids(self) -> set[int]:
+        """The long-lived ``nvidia-smi``."""
+        return {self._process.pid} if self._process is not None else set()
 
     def _read(self) -> None:
         process = self._process
@@ -134,21 +169,12 @@ class _GpuReader:
                     return
                 row = parse_gpu_line(raw.decode("utf-8", "replace"))
                 if row is not None:
-                    index, name, figures = row
-                    with self._lock:
-                        self.names[index] = name
-                        self.latest[index] = figures
+                    self.keep(*row)
         except (OSError, ValueError):
             return
 
-    def snapshot(self) -> tuple[dict[int, str], list[list[float | int | None]]]:
-        """The GPUs' names and their latest rows, ``[index, five figures...]``, by index."""
-        with self._lock:
-            names = dict(self.names)
-            rows = [[index, *self.latest[index]] for index in sorted(self.latest)]
-        return names, rows
-
     def stop(self) -> None:
+        """Stop ``nvidia-smi``."""
         process = self._process
         if process is None:
             return
@@ -160,6 +186,165 @@ class _GpuReader:
         spare(process.pid, spared=False)
         if process.stdout is not None:
             process.stdout.close()
+
+
+ROCM_ARGUMENTS = (
+    "--showuse",
+    "--showmeminfo",
+    "vram",
+    "--showpower",
+    "--showtemp",
+    "--showproductname",
+    "--json",
+)
+"""What ``rocm-smi`` is asked, once a sample (it has no loop mode that prints JSON)."""
+_ROCM_OUTPUT_LIMIT = 1 << 20
+_ROCM_TIMEOUT = 10.0
+
+
+def _rocm_figure(card: dict[str, object], *keys: str) -> float | int | None:
+    """The first of ``keys`` (exact, else a key starting with it) that ``card`` holds a figure
+    for; ``rocm-smi`` names some fields differently from one version to the next."""
+    for key in keys:
+        value = card.get(key)
+        if value is None:
+            value = next((v for k, v in card.items() if k.startswith(key)), None)
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            number = _number(str(value))
+            if number is not None:
+                return number
+    return None
+
+
+def parse_rocm_json(text: str) -> list[tuple[int, str, list[float | int | None]]]:
+    """The GPUs in one ``rocm-smi <ROCM_ARGUMENTS>`` answer, as :func:`parse_gpu_line` gives them.
+
+    Each ``"cardN"`` object gives GPU ``N``: its use (%), VRAM used and total (bytes, turned into
+    MiB), power (W) and edge (else junction) temperature (C), and its series or model as its
+    name. Anything else, or a figure missing or not a number, is left out or ``None``.
+
+    Returns:
+        ``(index, name, [utilisation, memory used, memory total, power, temperature])`` per
+        GPU, by index; empty for text that is not such an answer.
+    """
+    try:
+        document = json.loads(text)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(document, dict):
+        return []
+    rows: list[tuple[int, str, list[float | int | None]]] = []
+    for key, card in document.items():
+        if not (isinstance(key, str) and key.startswith("card") and key[4:].isdigit()):
+            continue
+        index = int(key[4:])
+        if not isinstance(card, dict) or not 0 <= index < _MAX_GPUS:
+            continue
+        used = _rocm_figure(card, "VRAM Total Used Memory (B)")
+        total = _rocm_figure(card, "VRAM Total Memory (B)")
+        name = next(
+            (
+                str(card[field])
+                for field in ("Card Series", "Card series", "Card Model", "Card model")
+                if isinstance(card.get(field), str) and card[field].strip()
+            ),
+            "AMD GPU",
+        )
+        rows.append(
+            (
+                index,
+                name.strip()[:64],
+                [
+                    _rocm_figure(card, "GPU use (%)"),
+                    round(used / 1048576) if used is not None else None,
+                    round(total / 1048576) if total is not None else None,
+                    _rocm_figure(
+                        card,
+                        "Average Graphics Package Power (W)",
+                        "Current Socket Graphics Package Power (W)",
+                    ),
+                    _rocm_figure(
+                        card, "Temperature (Sensor edge) (C)", "Temperature (Sensor junction) (C)"
+                    ),
+                ],
+            )
+        )
+    return sorted(rows)[:_MAX_GPUS]
+
+
+class _RocmReader(_GpuReader):
+    """``rocm-smi --json``, asked once every ``seconds`` (at least 1) by a thread, for AMD GPUs."""
+
+    def __init__(self, seconds: float, tool: str) -> None:
+        super().__init__()
+        self._tool = tool
+        self._seconds = max(1.0, seconds)
+        self._stopped = threading.Event()
+        self._asking: int | None = None
+        threading.Thread(target=self._poll, name="x-tui-rocm-reader", daemon=True).start()
+
+    @property
+    def found(self) -> bool:
+        """Always: the tool was on ``PATH`` (an answer it does not give means no rows)."""
+        return True
+
+    def own_pids(self) -> set[int]:
+        """The ``rocm-smi`` being asked right now, if any."""
+        asking = self._asking
+        return {asking} if asking is not None else set()
+
+    def _poll(self) -> None:
+        while not self._stopped.is_set():
+            for row in self._ask():
+                self.keep(*row)
+            self._stopped.wait(self._seconds)
+
+    def _ask(self) -> list[tuple[int, str, list[float | int | None]]]:
+        try:
+            process = subprocess.Popen(
+                [self._tool, *ROCM_ARGUMENTS],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+            )
+        except (OSError, ValueError, subprocess.SubprocessError):
+            self._stopped.set()  # it cannot be started: no GPU samples, as without the tool
+            return []
+        self._asking = process.pid
+        spare(process.pid)
+        timer = threading.Timer(_ROCM_TIMEOUT, process.kill)  # a hung tool is ended
+        timer.start()
+        output = b""
+        try:
+            if process.stdout is not None:
+                output = process.stdout.read(_ROCM_OUTPUT_LIMIT)
+        except (OSError, ValueError):
+            output = b""
+        finally:
+            timer.cancel()
+            process.kill()  # it answered (or said too much): done either way
+            process.wait()
+            if process.stdout is not None:
+                process.stdout.close()
+            spare(process.pid, spared=False)
+            self._asking = None
+        return parse_rocm_json(output.decode("utf-8", "replace"))
+
+    def stop(self) -> None:
+        """Ask no more."""
+        self._stopped.set()
+
+
+def gpu_reader(seconds: float) -> _GpuReader:
+    """The run's GPU reader: ``nvidia-smi`` where present, else ``rocm-smi``, else none (which
+    gives no rows, never an error)."""
+    nvidia = shutil.which("nvidia-smi")
+    if nvidia is not None:
+        reader = _NvidiaReader(seconds, nvidia)
+        if reader.found:
+            return reader
+    rocm = shutil.which("rocm-smi")
+    return _RocmReader(seconds, rocm) if rocm is not None else _GpuReader()
 
 
 def _tree_usage(root: int, skip: set[int]) -> tuple[int, int, int]:
@@ -270,6 +455,20 @@ class WatchSettings:
     """How long silence with idle GPUs takes to be flagged (recorded for the readers)."""
     patterns: tuple[str, ...] = ()
     """The job's own metric patterns (``log_metrics``)."""
+    paced_by_job: bool = False
+    """Whether the job set ``seconds`` itself (``telemetry_seconds``)."""
+
+    def for_low_bandwidth(self, slowdown: float) -> WatchSettings:
+        """The settings a run submitted under the low-bandwidth profile gets: ``slowdown`` times
+        fewer samples (a smaller file for each peek of a remote run), unless the job set its own
+        pace, which is kept."""
+        if self.paced_by_job or self.seconds <= 0:
+            return self
+        return WatchSettings(
+            seconds=min(3600.0, self.seconds * slowdown),
+            stall_seconds=self.stall_seconds,
+            patterns=self.patterns,
+        )
 
     def worker_arguments(self) -> list[str]:
         """The worker's command-line arguments for the settings that are not its defaults."""
@@ -347,18 +546,17 @@ class TelemetrySampler:
             "memory_limit_mib": memory_limit_mib(),
         }
         file = TelemetryFile(self._path, header, full_window=self._full_window)
-        self._gpus = _GpuReader(self._seconds)
-        skip = {self._gpus.pid} if self._gpus.pid is not None else set()
+        self._gpus = gpu_reader(self._seconds)
         root = os.getpid()
         named: dict[int, str] = {}
-        before_ticks, _rss, _count = _tree_usage(root, skip)
+        before_ticks, _rss, _count = _tree_usage(root, self._gpus.own_pids())
         before_at = time.monotonic()
         while not self._stop.wait(self._seconds):
             names, rows = self._gpus.snapshot()
             if names != named and names:
                 named = names
                 file.set_devices(names)
-            ticks, rss, count = _tree_usage(root, skip)
+            ticks, rss, count = _tree_usage(root, self._gpus.own_pids())
             now_at = time.monotonic()
             elapsed = max(now_at - before_at, 1e-6)
             cpu = max(0.0, (ticks - before_ticks) / _CLOCK_TICKS / elapsed * 100)

@@ -33,6 +33,7 @@ from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL, RunFollower
 from x_tui.app.service import Service
 from x_tui.app.watch_events import EventKind, EventLog, RunEvent
 from x_tui.compute.backend import RunState
+from x_tui.compute.run_endings import EndingBook
 from x_tui.compute.sanitize import plain
 from x_tui.compute.store import RunHandle
 
@@ -134,6 +135,9 @@ class Watcher(RunFollower):
             kind = EventKind(state.value)
             self._last[handle.run_id] = kind
         reason = failure_reason(self.service, handle) if kind is EventKind.FAILED else ""
+        if not reason and kind in (EventKind.CANCELLED, EventKind.PREEMPTED):
+            ending = EndingBook(self.service.state_dir).load(handle.run_id)
+            reason = ending.reason if ending is not None else ""
         self._record(handle, kind, previous=before, reason=reason or _state_reason(before, kind))
 
     def on_polled(self, handle: RunHandle, state: RunState) -> None:

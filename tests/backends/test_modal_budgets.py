@@ -23,9 +23,9 @@ from x_tui.app.watch_events import EventKind
 from x_tui.app.watcher import Watcher
 from x_tui.compute.backend import RunState
 from x_tui.compute.errors import ConfigError
+from x_tui.compute.guard_book import GuardBook
 from x_tui.compute.operations import open_project, plan_run, submit_run
 from x_tui.compute.run_endings import EndingBook
-from x_tui.compute.run_guards import GuardBook
 from x_tui.compute.store import default_state_dir
 
 from .fake_modal import fixtures as modal_fixtures

@@ -24,8 +24,9 @@ from x_tui.app.service import Service
 from x_tui.app.watch_events import EventKind
 from x_tui.app.watcher import Finding
 from x_tui.compute.backend import RunState
+from x_tui.compute.guard_book import GuardBook
 from x_tui.compute.run_endings import EndingBook, RunEnding
-from x_tui.compute.run_guards import WARN_FRACTION, GuardBook, RunGuard
+from x_tui.compute.run_guards import WARN_FRACTION, RunGuard
 from x_tui.compute.run_health import cost_so_far, hourly_price
 from x_tui.compute.store import RunHandle
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from x_tui.compute.guard_book import GuardBook
 from x_tui.compute.records import JsonValue
 from x_tui.compute.run_endings import EndingBook
-from x_tui.compute.run_guards import GuardBook
 from x_tui.compute.sanitize import escaped
 
 

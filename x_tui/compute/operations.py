@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from x_tui.compute.errors import BadRecordError, ConfigError, NoComputeTable, UserError
 from x_tui.compute.extensions import JobExtensions
+from x_tui.compute.guard_book import GuardBook
 from x_tui.compute.handle_versions import HandleChoice, choose_handle_version
 from x_tui.compute.offers import (
     BackendOffers,
@@ -42,7 +43,7 @@ from x_tui.compute.offers import (
     estimate_for,
 )
 from x_tui.compute.records import JsonValue
-from x_tui.compute.run_guards import GuardBook, RunGuard
+from x_tui.compute.run_guards import RunGuard
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 

@@ -9,24 +9,19 @@ screen replace the budget for one run. :func:`~x_tui.compute.operations.submit_r
 file right after the run's launch record and before anything of the run starts, so no run starts
 unguarded; the watcher writes the links.
 
-A guard file is read through :mod:`x_tui.compute.record_files` (bounded, a regular file only,
-found only under its own run id): a damaged one reads as no guard, and is named as such.
+The side files themselves are :mod:`x_tui.compute.guard_book`'s.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import math
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from x_tui.compute.errors import ConfigError
-from x_tui.compute.record_files import HANDLE_BYTES, read_json_file
-from x_tui.compute.records import JsonValue, RecordError, write_atomic
+from x_tui.compute.records import JsonValue
 from x_tui.compute.resources import ResourceError, parse_duration
-from x_tui.compute.store import check_run_id
 
 GUARD_KEYS = ("max_cost", "max_duration", "preemption_retries")
 """The job-table keys of a run's guard (x-tui's own: substrax refuses them in its table)."""
@@ -157,8 +152,7 @@ def parse_max_cost(value: object, *, where: str) -> float:
             amount = None
     if amount is None or not math.isfinite(amount) or not 0 < amount <= MAX_COST_USD:
         raise ConfigError(
-            f"{where}: expected a positive amount of US dollars such as 5 or '12.50',"
-            f" got {value!r}"
+            f"{where}: expected a positive amount of US dollars such as 5 or '12.50', got {value!r}"
         )
     return amount
 
@@ -195,9 +189,10 @@ def read_guard(table: dict[str, Any], *, where: str) -> RunGuard:
         )
     if "max_duration" in table:
         guard = dataclasses.replace(
-            guard, max_duration_seconds=parse_max_duration(
+            guard,
+            max_duration_seconds=parse_max_duration(
                 table["max_duration"], where=f"{where} max_duration"
-            )
+            ),
         )
     if "preemption_retries" in table:
         retries = table["preemption_retries"]
@@ -212,82 +207,3 @@ def read_guard(table: dict[str, Any], *, where: str) -> RunGuard:
             )
         guard = dataclasses.replace(guard, preemption_retries=retries)
     return guard
-
-
-def _guard_from(data: object, run_id: str) -> RunGuard:
-    if not isinstance(data, dict) or data.get("run_id") != run_id:
-        raise RecordError(f"not the guard of run {run_id}")
-
-    def number(key: str) -> float | None:
-        value = data.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise RecordError(f"{key} is {value!r}, not a number")
-        if not math.isfinite(value) or value <= 0:
-            raise RecordError(f"{key} is {value!r}, not a positive number")
-        return float(value)
-
-    def link(key: str) -> str | None:
-        value = data.get(key)
-        if value is None:
-            return None
-        if not isinstance(value, str):
-            raise RecordError(f"{key} is {value!r}, not a run id")
-        return check_run_id(value)
-
-    retries = data.get("preemption_retries", 0)
-    if isinstance(retries, bool) or not isinstance(retries, int) or retries < 0:
-        raise RecordError(f"preemption_retries is {retries!r}, not a count")
-    return RunGuard(
-        max_cost_usd=number("max_cost_usd"),
-        max_duration_seconds=number("max_duration_seconds"),
-        preemption_retries=min(retries, MAX_PREEMPTION_RETRIES),
-        hourly_usd=number("hourly_usd"),
-        resubmitted_from=link("resubmitted_from"),
-        resubmitted_as=link("resubmitted_as"),
-    )
-
-
-class GuardBook:
-    """The guard side files of one state directory: ``<state>/x-tui/guards/<run_id>.json``."""
-
-    def __init__(self, state_dir: Path) -> None:
-        """Keep guards under ``state_dir``."""
-        self.root = state_dir / "x-tui" / "guards"
-
-    def path_of(self, run_id: str) -> Path:
-        """The side file of ``run_id``.
-
-        Raises:
-            RunNotFoundError: If ``run_id`` is not a run id.
-        """
-        return self.root / f"{check_run_id(run_id)}.json"
-
-    def write(self, run_id: str, guard: RunGuard) -> None:
-        """Write (replace) the guard of ``run_id`` atomically.
-
-        Raises:
-            OSError: If it cannot be written.
-        """
-        write_atomic(self.path_of(run_id), json.dumps(guard.to_json(run_id), indent=2) + "\n")
-
-    def load(self, run_id: str) -> RunGuard:
-        """The guard of ``run_id``; an empty one when it has none or it cannot be read."""
-        guard, _problem = self.read(run_id)
-        return guard
-
-    def read(self, run_id: str) -> tuple[RunGuard, str | None]:
-        """The guard of ``run_id`` and, when its file cannot be read, why (it reads as none)."""
-        path = self.path_of(run_id)
-        try:
-            data = read_json_file(path, max_bytes=HANDLE_BYTES)
-            return _guard_from(data, run_id), None
-        except FileNotFoundError:
-            return RunGuard(), None
-        except (RecordError, OSError, ValueError, LookupError) as error:
-            return RunGuard(), f"{path}: {error}"
-
-    def remove(self, run_id: str) -> None:
-        """Remove the guard of ``run_id`` (a run that never started)."""
-        self.path_of(run_id).unlink(missing_ok=True)

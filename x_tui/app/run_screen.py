@@ -38,7 +38,7 @@ from x_tui.app.actions import (
 from x_tui.app.fetch_bar import FetchBar
 from x_tui.app.log_views import new_log_view
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
-from x_tui.app.run_header import header_renderable, utc_now, watch_text
+from x_tui.app.run_header import guard_text, header_renderable, utc_now, watch_text
 from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.settings import refresh_scale
 from x_tui.app.task_logs import TaskLogs
@@ -150,6 +150,7 @@ class RunScreen(RunActions, Screen[None]):
         self._refreshing = False
         self._final_read = False
         self._notice: Text | None = None
+        self._guard: Text | None = None
         self._local = True
         self._last_read = 0.0
 
@@ -217,6 +218,7 @@ class RunScreen(RunActions, Screen[None]):
             except Exception:  # the monitor will say; the header shows "checking…" meanwhile
                 state = None
         ended = service.ended_at_hint(self.handle)
+        self._guard = guard_text(service.state_dir, self.handle.run_id)
         loaded = RunLoaded(
             spec=spec,
             spec_note=note,
@@ -336,6 +338,7 @@ class RunScreen(RunActions, Screen[None]):
         if reader is None:
             return
         snapshot = reader.snapshot()
+        self._guard = guard_text(reader.service.state_dir, self.handle.run_id)
         notice: Text | None = None
         spool = reader.service.spool_state(self.handle.run_id)
         if spool is not None and spool.error is not None:
@@ -361,6 +364,7 @@ class RunScreen(RunActions, Screen[None]):
             notice=self._notice,
             settings_note=self._settings_note,
             watch=self._watch(),
+            guard=self._guard,
         )
 
     def _watch(self) -> Text | None:

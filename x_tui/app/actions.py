@@ -39,7 +39,8 @@ from x_tui.app.fetching import (
     start_fetch,
 )
 from x_tui.app.footer_keys import focused_first
-from x_tui.app.rerunning import ask_rerun, open_run, rerun_plan
+from x_tui.app.rerun_plans import rerun_plan
+from x_tui.app.rerunning import ask_rerun, open_run
 from x_tui.compute.store import RunHandle
 
 RUN_ACTION_BINDINGS: list[Binding] = [

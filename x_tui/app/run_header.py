@@ -28,6 +28,7 @@ STATE_STYLES: dict[RunState | None, str] = {
     RunState.SUCCEEDED: "bold black on green",
     RunState.FAILED: "bold white on red",
     RunState.CANCELLED: "bold black on grey70",
+    RunState.PREEMPTED: "bold black on dark_orange",
     None: "bold black on grey50",
 }
 

@@ -70,6 +70,7 @@ class Watcher(RunFollower):
         *,
         checks: Sequence[Check] = (),
         cost_of: Callable[[RunHandle], float | None] | None = None,
+        resubmit: Callable[[RunHandle], RunHandle | None] | None = None,
         first_interval: float = FIRST_INTERVAL,
         max_interval: float = MAX_INTERVAL,
         log: TextIO | None = None,
@@ -82,6 +83,9 @@ class Watcher(RunFollower):
             notify: Which events to announce, and how.
             checks: Findings about runs that go on (stall, budget).
             cost_of: A run's cost so far in dollars, for events; ``None`` when unknown.
+            resubmit: Called once a run reads ``preempted`` (after its event is recorded);
+                returns the run that replaces it, or ``None`` (see
+                :mod:`x_tui.app.watch_resubmits`).
             first_interval: Seconds before a new (or changed) run is polled.
             max_interval: The longest wait between two polls of an unfinished run.
             log: Where one line per event and per failed delivery goes (stdout by default).
@@ -93,6 +97,7 @@ class Watcher(RunFollower):
         self.delivered = DeliveredEvents(service.state_dir)
         self._checks = tuple(checks)
         self._cost_of = cost_of
+        self._resubmit = resubmit
         self._log = log
         self._clock = clock
         self._started_at = clock()
@@ -139,6 +144,14 @@ class Watcher(RunFollower):
             ending = EndingBook(self.service.state_dir).load(handle.run_id)
             reason = ending.reason if ending is not None else ""
         self._record(handle, kind, previous=before, reason=reason or _state_reason(before, kind))
+        if kind is EventKind.PREEMPTED and self._resubmit is not None:
+            try:
+                new = self._resubmit(handle)
+            except Exception as error:  # a failed resubmit is logged, never stops the watcher
+                self._say(f"run {handle.run_id}: cannot resubmit it: {error}")
+                return
+            if new is not None:
+                self._say(f"run {handle.run_id}: preempted; resubmitted as {new.run_id}")
 
     def on_polled(self, handle: RunHandle, state: RunState) -> None:
         """Run the checks on an unfinished run; each new finding becomes an event."""

@@ -21,6 +21,7 @@ STATE_STYLES: Mapping[RunState | None, tuple[str, str]] = {
     RunState.SUCCEEDED: ("✓ succeeded", "green"),
     RunState.FAILED: ("✗ failed", "bold red"),
     RunState.CANCELLED: ("■ cancelled", "yellow"),
+    RunState.PREEMPTED: ("⚡ preempted", "bold dark_orange"),
     None: ("· checking", "dim"),
 }
 """The text and style of each state: a glyph as well as a colour, so no state rests on colour."""
@@ -146,7 +147,14 @@ def group_state(states: Iterable[RunState | None]) -> RunState | None:
         The state shown on the sweep's row.
     """
     seen = list(states)
-    order = (RunState.RUNNING, RunState.SUBMITTING, RunState.PENDING, None, RunState.FAILED)
+    order = (
+        RunState.RUNNING,
+        RunState.SUBMITTING,
+        RunState.PENDING,
+        None,
+        RunState.FAILED,
+        RunState.PREEMPTED,
+    )
     for state in (*order, RunState.CANCELLED):
         if state in seen:
             return state

@@ -164,6 +164,11 @@ def run(args: argparse.Namespace) -> int:
         swept = plan_sweep(
             project_of(args), args.job, axes, backend=args.backend, accelerator=args.accelerator
         )
+        swept = dataclasses.replace(
+            swept,
+            base=with_budget(swept.base, args),
+            runs=tuple(with_budget(each, args) for each in swept.runs),
+        )
         if not args.detach:
             check_destination(destination)  # refused before anything is submitted
         return run_sweep(swept, detach=args.detach, into=args.into)

@@ -12,7 +12,10 @@ watched; the TUI's "while you were away" line reads the store for those).
 
 Findings about a run that goes on (``stalled``, ``over_budget``) come from ``checks``: each is
 called after every answer for an unfinished run and returns the findings it makes; each finding
-becomes an event once per run and key.
+becomes an event once per run and key (the budget check is :mod:`x_tui.app.watch_budgets`). A run
+that ends ``cancelled`` or ``preempted`` for a recorded reason (:mod:`x_tui.compute.run_endings`)
+carries it in its event; a ``preempted`` one is handed to ``resubmit``
+(:mod:`x_tui.app.watch_resubmits`) once its event is recorded.
 
 This module imports no Textual.
 """

@@ -42,6 +42,10 @@ train = ["python", "-c", "import time; print('training', flush=True); time.sleep
 
 [tool.x-tui.jobs.long]
 preemption_retries = 1
+
+[tool.substrax.compute.jobs.quick]
+timeout_seconds = 300
+commands = { hello = ["python", "-c", "print('hello', flush=True)"] }
 """
 
 
@@ -138,3 +142,19 @@ def test_a_preempted_spot_run_reads_preempted_and_is_resubmitted_once_linked(
     by_id = {run["run_id"]: run for run in listed["runs"]}
     assert by_id[second.run_id]["resubmitted_from"] == first.run_id
     assert by_id[second.run_id]["state"] == "preempted"
+
+
+def test_a_spot_run_that_ended_before_its_cluster_went_is_not_preempted(
+    fake_sky: FakeSky, s3: S3Server, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its cluster is gone (autodown) once its job ended: its finished manifest says succeeded."""
+    project = _project(tmp_path, fake_sky, s3, monkeypatch)
+    handle = submit_run(plan_run(open_project(project), "quick"))
+    service = Service(state_dir=default_state_dir())
+    wait_for(
+        lambda: fake_sky.launches() and handle.details["cluster"] not in fake_sky.clusters(),
+        "the cluster to go with its job",
+        deadline=120,
+    )
+    assert service.status(handle) is RunState.SUCCEEDED
+    assert EndingBook(default_state_dir()).load(handle.run_id) is None

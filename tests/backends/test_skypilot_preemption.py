@@ -20,7 +20,7 @@ from x_tui.app.watch_resubmits import Resubmitter
 from x_tui.app.watcher import Watcher
 from x_tui.compute.backend import RunState
 from x_tui.compute.guard_book import GuardBook
-from x_tui.compute.operations import open_project, plan_run, submit_run
+from x_tui.compute.operations import backend_for, open_project, plan_run, submit_run
 from x_tui.compute.run_endings import EndingBook
 from x_tui.compute.store import RunHandle, default_state_dir
 
@@ -113,7 +113,7 @@ def test_a_preempted_spot_run_reads_preempted_and_is_resubmitted_once_linked(
     finally:
         watcher.stop()
     assert len(_stored(service)) == 2
-    assert service.status(first) is RunState.PREEMPTED
+    assert backend_for(first).status(first) is RunState.PREEMPTED
 
     guards = GuardBook(state_dir)
     assert guards.load(first.run_id).resubmitted_as == second.run_id
@@ -150,11 +150,10 @@ def test_a_spot_run_that_ended_before_its_cluster_went_is_not_preempted(
     """Its cluster is gone (autodown) once its job ended: its finished manifest says succeeded."""
     project = _project(tmp_path, fake_sky, s3, monkeypatch)
     handle = submit_run(plan_run(open_project(project), "quick"))
-    service = Service(state_dir=default_state_dir())
     wait_for(
         lambda: fake_sky.launches() and handle.details["cluster"] not in fake_sky.clusters(),
         "the cluster to go with its job",
         deadline=120,
     )
-    assert service.status(handle) is RunState.SUCCEEDED
+    assert backend_for(handle).status(handle) is RunState.SUCCEEDED
     assert EndingBook(default_state_dir()).load(handle.run_id) is None

@@ -558,9 +558,7 @@ class SkyPilotBackend:
         )
         EndingBook(self.runs.parent.parent).record(
             handle.run_id,
-            RunEnding(
-                state=RunState.PREEMPTED.value, reason=reason, by="provider", at=time.time()
-            ),
+            RunEnding(state=RunState.PREEMPTED.value, reason=reason, by="provider", at=time.time()),
         )
         records.record_final(RunState.PREEMPTED, seen="cluster")
         return RunState.PREEMPTED

@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 
 from x_tui.cli.describe import age_text
-from x_tui.cli.guard_notes import guard_json, with_guard
+from x_tui.cli.guard_notes import GuardNotes, guard_json, with_guard
 from x_tui.cli.metrics_verb import flags_text, watch_json
 from x_tui.cli.output import complain, error_message, print_json, print_log, say
 from x_tui.compute.backend import ComputeBackend, RunState
@@ -167,10 +167,9 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
     states, failed = _states(handles)
     code = EXIT_FAILED if failed else EXIT_OK
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
-    state_dir = store.root.parent.parent
+    notes = GuardNotes(store.root.parent.parent)
     watches = {
-        h.run_id: {**_watch_of(h, states[h.run_id]), **guard_json(state_dir, h.run_id)}
-        for h in handles
+        h.run_id: {**_watch_of(h, states[h.run_id]), **notes.json(h.run_id)} for h in handles
     }
     submitting = [] if wanted is not None else list(launches.records)
     if args.json:

@@ -125,7 +125,8 @@ def test_a_headless_verb_imports_neither_textual_nor_rich(
 
 def test_the_watcher_and_its_notifications_import_neither_textual_nor_rich() -> None:
     probe = (
-        "import sys, x_tui.app.watcher, x_tui.app.watch_daemon, x_tui.cli.watch_verb;"
+        "import sys, x_tui.app.watcher, x_tui.app.watch_daemon, x_tui.cli.watch_verb,"
+        " x_tui.app.watch_budgets, x_tui.app.watch_resubmits;"
         "print(sorted(m for m in sys.modules if m.split('.')[0] in ('textual', 'rich')))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)

@@ -29,6 +29,8 @@ def run_command(
     accelerator: str | None = None,
     project: Path | str | None = None,
     detach: bool = True,
+    max_cost: str | None = None,
+    max_duration: str | None = None,
 ) -> list[str]:
     """``x-tui run JOB ...``: what the submit screen submits (detached, as the TUI submits)."""
     argv = [PROG, "run", job]
@@ -36,6 +38,10 @@ def run_command(
         argv += ["--backend", backend]
     if accelerator:
         argv += ["--accelerator", accelerator]
+    if max_cost:
+        argv += ["--max-cost", max_cost]
+    if max_duration:
+        argv += ["--max-duration", max_duration]
     if project is not None:
         argv += ["--project", str(project)]
     if detach:

@@ -9,6 +9,7 @@ Every string from the run goes through ``safe_text``.
 from __future__ import annotations
 
 import datetime as dt
+from pathlib import Path
 from typing import ClassVar
 
 from rich.console import Group
@@ -17,6 +18,8 @@ from rich.text import Text
 from textual.widgets import Static
 
 from x_tui.compute.backend import RunState
+from x_tui.compute.guard_book import GuardBook
+from x_tui.compute.run_endings import EndingBook
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.run_states import STATE_COMPONENTS, state_css, state_styles
 from x_tui.widgets.safe_text import safe_text
@@ -65,6 +68,24 @@ def watch_text(
     return Text(" · ").join(parts)
 
 
+def guard_text(state_dir: Path, run_id: str) -> Text | None:
+    """``budget $5.00, 2h · over budget: cost $5.01 of $5.00 · resubmitted as <run>``: the
+    run's guard and why it ended, from x-tui's side files (blocking: read it in a worker);
+    ``None`` when there is nothing to say."""
+    guard = GuardBook(state_dir).load(run_id)
+    ending = EndingBook(state_dir).load(run_id)
+    parts: list[Text] = []
+    if guard.has_budget:
+        parts.append(Text(guard.budget_text()))
+    if ending is not None:
+        parts.append(safe_text(f"{ending.state}: {ending.reason}", "bold"))
+    if guard.resubmitted_from is not None:
+        parts.append(safe_text(f"resubmission of {guard.resubmitted_from}"))
+    if guard.resubmitted_as is not None:
+        parts.append(safe_text(f"resubmitted as {guard.resubmitted_as}", "bold"))
+    return Text(" · ").join(parts) if parts else None
+
+
 def header_renderable(
     handle: RunHandle,
     state: RunState | None,
@@ -75,6 +96,7 @@ def header_renderable(
     settings_note: str | None = None,
     watch: Text | None = None,
     badge: Style | None = None,
+    guard: Text | None = None,
 ) -> Group:
     """The run's header: state, id and duration; job, backend, submission time, age; details.
 
@@ -89,6 +111,8 @@ def header_renderable(
         watch: The run's progress, GPU use, cost so far and flags, after its id.
         badge: The state badge's style (:meth:`RunHeader.badge_style`); plain reversed if
             ``None``.
+        guard: The run's budget, why it ended and its resubmission links (:func:`guard_text`),
+            a line of its own below the details.
 
     Returns:
         The header's lines, each cut to the width rather than wrapped.
@@ -123,6 +147,8 @@ def header_renderable(
         details.append(" · ")
         details.append_text(safe_text(settings_note))
     lines = [first, second, details]
+    if guard is not None:
+        lines.append(guard)
     if notice is not None:
         lines.append(notice)
     for line in lines:

@@ -40,7 +40,7 @@ from x_tui.app.fetch_bar import FetchBar
 from x_tui.app.fetching import FetchProgress
 from x_tui.app.log_view_settings import new_log_view
 from x_tui.app.messages import MonitorEvent, RunStateChanged, RunStatusFailed
-from x_tui.app.run_header import RunHeader, header_renderable, utc_now, watch_text
+from x_tui.app.run_header import RunHeader, guard_text, header_renderable, utc_now, watch_text
 from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.task_logs import TaskLogs
 from x_tui.compute.backend import RunState
@@ -153,6 +153,7 @@ class RunScreen(RunActionScreen):
         self._refreshing = False
         self._final_read = False
         self._notice: Text | None = None
+        self._guard: Text | None = None
         self._local = True
         self._last_read = 0.0
 
@@ -224,6 +225,7 @@ class RunScreen(RunActionScreen):
             except Exception:  # the monitor will say; the header shows "checking…" meanwhile
                 state = None
         ended = service.ended_at_hint(self.handle)
+        self._guard = guard_text(service.state_dir, self.handle.run_id)
         loaded = RunLoaded(
             spec=spec,
             spec_note=note,
@@ -343,6 +345,7 @@ class RunScreen(RunActionScreen):
         if reader is None:
             return
         snapshot = reader.snapshot()
+        self._guard = guard_text(reader.service.state_dir, self.handle.run_id)
         notice: Text | None = None
         spool = reader.service.spool_state(self.handle.run_id)
         if spool is not None and spool.error is not None:
@@ -369,6 +372,7 @@ class RunScreen(RunActionScreen):
             settings_note=self._settings_note,
             watch=self._watch(),
             badge=self._badge(),
+            guard=self._guard,
         )
 
     def _badge(self) -> Style | None:

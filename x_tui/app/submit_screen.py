@@ -16,10 +16,11 @@ the user has acknowledged it with ``a``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
-from rich.console import Group
+from rich.console import Group, RenderableType
 from rich.text import Text
 from textual import on, work
 from textual.app import App, ComposeResult
@@ -37,6 +38,7 @@ from x_tui.app.submits import SubmitProgress, SubmitStillGoing
 from x_tui.compute import operations
 from x_tui.compute.operations import Project, RunPlan
 from x_tui.compute.plan_warnings import plan_warning
+from x_tui.compute.run_guards import parse_max_cost, parse_max_duration
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds
@@ -52,6 +54,28 @@ DEBOUNCE_SECONDS = 0.3
 class _Fields:
     backend: str | None
     accelerator: str | None
+    max_cost: str | None = None
+    max_duration: str | None = None
+
+    def budgeted(self, plan: RunPlan) -> RunPlan:
+        """``plan`` with the budget fields replacing the job's budget.
+
+        Raises:
+            ConfigError: If a budget field is refused (naming the field and the value).
+        """
+        if self.max_cost is None and self.max_duration is None:
+            return plan
+        guard = plan.guard.with_budget(
+            max_cost_usd=(
+                None if self.max_cost is None else parse_max_cost(self.max_cost, where="Max cost")
+            ),
+            max_duration_seconds=(
+                None
+                if self.max_duration is None
+                else parse_max_duration(self.max_duration, where="Max duration")
+            ),
+        )
+        return dataclasses.replace(plan, guard=guard)
 
 
 class SubmitScreen(Screen[None]):
@@ -113,6 +137,13 @@ class SubmitScreen(Screen[None]):
                     compact=True,
                 )
             with Horizontal(classes="submit-row"):
+                yield Label(Text("Max cost $"), classes="submit-label")
+                yield Input(placeholder="the job's", id="submit-max-cost", compact=True)
+                yield Label(Text("Max duration"), classes="submit-label")
+                yield Input(
+                    placeholder="the job's (2h, 90m)", id="submit-max-duration", compact=True
+                )
+            with Horizontal(classes="submit-row"):
                 yield Button(Text("Submit"), id="submit-go", variant="primary", compact=True)
                 yield Button(Text("Back"), id="submit-back", compact=True)
                 yield Static(Text("Planning…", style="dim"), id="submit-status")
@@ -155,10 +186,16 @@ class SubmitScreen(Screen[None]):
         backend = value if isinstance(value, str) else None
         typed = self.query_one("#submit-accelerator", Input).value.strip()
         accelerator = typed if typed and typed != self._prefilled else None
-        return _Fields(backend=backend, accelerator=accelerator)
+        cost = self.query_one("#submit-max-cost", Input).value.strip() or None
+        duration = self.query_one("#submit-max-duration", Input).value.strip() or None
+        return _Fields(
+            backend=backend, accelerator=accelerator, max_cost=cost, max_duration=duration
+        )
 
     @on(Select.Changed, "#submit-backend")
     @on(Input.Changed, "#submit-accelerator")
+    @on(Input.Changed, "#submit-max-cost")
+    @on(Input.Changed, "#submit-max-duration")
     def _fields_changed(self) -> None:
         if self._debounce is not None:
             self._debounce.stop()
@@ -175,8 +212,10 @@ class SubmitScreen(Screen[None]):
     def _plan(self, generation: int, project: Project, fields: _Fields) -> None:
         service = service_of(self.app)
         try:
-            plan = service.plan(
-                project, self.job, backend=fields.backend, accelerator=fields.accelerator
+            plan = fields.budgeted(
+                service.plan(
+                    project, self.job, backend=fields.backend, accelerator=fields.accelerator
+                )
             )
         except Exception as error:  # shown in the screen; nothing is submitted
             self.app.call_from_thread(self._planned, generation, None, describe_error(error))
@@ -212,7 +251,8 @@ class SubmitScreen(Screen[None]):
             )
         elif not self.submitting:
             self._status(Text("Ready: enter submits; the run is detached"))
-        rendered = plan_renderable(plan, problem=error)
+        rendered: RenderableType = plan_renderable(plan, problem=error)
+        rendered = Group(budget_text(plan), rendered)
         if self.warning is not None:
             heading = Text("⚠ ", style=WARNING_STYLE)
             heading.append_text(safe_text(self.warning, WARNING_STYLE))
@@ -248,7 +288,12 @@ class SubmitScreen(Screen[None]):
         root = self.project.root if self.project is not None else None
         return shell_line(
             run_command(
-                self.job, backend=fields.backend, accelerator=fields.accelerator, project=root
+                self.job,
+                backend=fields.backend,
+                accelerator=fields.accelerator,
+                project=root,
+                max_cost=fields.max_cost,
+                max_duration=fields.max_duration,
             )
         )
 
@@ -292,8 +337,10 @@ class SubmitScreen(Screen[None]):
         service = service_of(app)
         worker = get_current_worker()
         try:
-            plan = service.plan(
-                project, self.job, backend=fields.backend, accelerator=fields.accelerator
+            plan = fields.budgeted(
+                service.plan(
+                    project, self.job, backend=fields.backend, accelerator=fields.accelerator
+                )
             )
             if settings_of(app).low_bandwidth:  # fewer samples: each remote peek reads less
                 watch = plan.extensions.watch.for_low_bandwidth(LOW_BANDWIDTH_SLOWDOWN)
@@ -360,6 +407,20 @@ class SubmitScreen(Screen[None]):
                 " the backend has created it",
             )
         self.dismiss(None)
+
+
+def budget_text(plan: RunPlan) -> Text:
+    """``Budget: $5.00, 2h: the watcher notifies at 80% and cancels the run at 100%``, or that
+    the run has none; shown next to the plan's cost."""
+    guard = plan.guard
+    if not guard.has_budget:
+        return Text.assemble(
+            ("Budget    ", "bold"), ("none (max cost and max duration above set one)", "dim")
+        )
+    text = Text("Budget    ", style="bold")
+    text.append(guard.budget_text().removeprefix("budget "), style="bold dark_orange")
+    text.append(": the watcher notifies at 80% and cancels the run at 100%", style="dim")
+    return text
 
 
 def _from_thread(app: App[object], callback: Callable[..., object], *args: object) -> None:

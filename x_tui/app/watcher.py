@@ -12,7 +12,10 @@ watched; the TUI's "while you were away" line reads the store for those).
 
 Findings about a run that goes on (``stalled``, ``over_budget``) come from ``checks``: each is
 called after every answer for an unfinished run and returns the findings it makes; each finding
-becomes an event once per run and key.
+becomes an event once per run and key (the budget check is :mod:`x_tui.app.watch_budgets`). A run
+that ends ``cancelled`` or ``preempted`` for a recorded reason (:mod:`x_tui.compute.run_endings`)
+carries it in its event; a ``preempted`` one is handed to ``resubmit``
+(:mod:`x_tui.app.watch_resubmits`) once its event is recorded.
 
 This module imports no Textual.
 """
@@ -33,6 +36,7 @@ from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL, RunFollower
 from x_tui.app.service import Service
 from x_tui.app.watch_events import EventKind, EventLog, RunEvent
 from x_tui.compute.backend import RunState
+from x_tui.compute.run_endings import EndingBook
 from x_tui.compute.sanitize import plain
 from x_tui.compute.store import RunHandle
 
@@ -69,6 +73,7 @@ class Watcher(RunFollower):
         *,
         checks: Sequence[Check] = (),
         cost_of: Callable[[RunHandle], float | None] | None = None,
+        resubmit: Callable[[RunHandle], RunHandle | None] | None = None,
         first_interval: float = FIRST_INTERVAL,
         max_interval: float = MAX_INTERVAL,
         log: TextIO | None = None,
@@ -81,6 +86,9 @@ class Watcher(RunFollower):
             notify: Which events to announce, and how.
             checks: Findings about runs that go on (stall, budget).
             cost_of: A run's cost so far in dollars, for events; ``None`` when unknown.
+            resubmit: Called once a run reads ``preempted`` (after its event is recorded);
+                returns the run that replaces it, or ``None`` (see
+                :mod:`x_tui.app.watch_resubmits`).
             first_interval: Seconds before a new (or changed) run is polled.
             max_interval: The longest wait between two polls of an unfinished run.
             log: Where one line per event and per failed delivery goes (stdout by default).
@@ -92,6 +100,7 @@ class Watcher(RunFollower):
         self.delivered = DeliveredEvents(service.state_dir)
         self._checks = tuple(checks)
         self._cost_of = cost_of
+        self._resubmit = resubmit
         self._log = log
         self._clock = clock
         self._started_at = clock()
@@ -134,7 +143,18 @@ class Watcher(RunFollower):
             kind = EventKind(state.value)
             self._last[handle.run_id] = kind
         reason = failure_reason(self.service, handle) if kind is EventKind.FAILED else ""
+        if not reason and kind in (EventKind.CANCELLED, EventKind.PREEMPTED):
+            ending = EndingBook(self.service.state_dir).load(handle.run_id)
+            reason = ending.reason if ending is not None else ""
         self._record(handle, kind, previous=before, reason=reason or _state_reason(before, kind))
+        if kind is EventKind.PREEMPTED and self._resubmit is not None:
+            try:
+                new = self._resubmit(handle)
+            except Exception as error:  # a failed resubmit is logged, never stops the watcher
+                self._say(f"run {handle.run_id}: cannot resubmit it: {error}")
+                return
+            if new is not None:
+                self._say(f"run {handle.run_id}: preempted; resubmitted as {new.run_id}")
 
     def on_polled(self, handle: RunHandle, state: RunState) -> None:
         """Run the checks on an unfinished run; each new finding becomes an event."""

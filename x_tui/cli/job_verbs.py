@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from pathlib import Path
 
 from x_tui.cli.check_verb import blocked_text, substrax_blocked
@@ -21,6 +22,7 @@ from x_tui.compute.operations import (
     submit_run,
 )
 from x_tui.compute.outputs import check_destination
+from x_tui.compute.run_guards import parse_max_cost, parse_max_duration
 from x_tui.compute.sanitize import escaped
 from x_tui.compute.sweep_runs import plan_sweep
 from x_tui.compute.sweeps import SweepAxis, parse_sweep
@@ -73,7 +75,28 @@ def _axes(args: argparse.Namespace) -> tuple[SweepAxis, ...]:
 
 
 def _plan(args: argparse.Namespace) -> RunPlan:
-    return plan_run(project_of(args), args.job, backend=args.backend, accelerator=args.accelerator)
+    planned = plan_run(
+        project_of(args), args.job, backend=args.backend, accelerator=args.accelerator
+    )
+    return with_budget(planned, args)
+
+
+def with_budget(planned: RunPlan, args: argparse.Namespace) -> RunPlan:
+    """The plan with ``--max-cost`` and ``--max-duration`` replacing the job's budget.
+
+    Raises:
+        ConfigError: If either value is refused (exit 2, naming the option and the value).
+    """
+    cost, duration = getattr(args, "max_cost", None), getattr(args, "max_duration", None)
+    if cost is None and duration is None:
+        return planned
+    guard = planned.guard.with_budget(
+        max_cost_usd=None if cost is None else parse_max_cost(cost, where="--max-cost"),
+        max_duration_seconds=(
+            None if duration is None else parse_max_duration(duration, where="--max-duration")
+        ),
+    )
+    return dataclasses.replace(planned, guard=guard)
 
 
 def plan(args: argparse.Namespace) -> int:
@@ -142,6 +165,11 @@ def run(args: argparse.Namespace) -> int:
         swept = plan_sweep(
             project_of(args), args.job, axes, backend=args.backend, accelerator=args.accelerator
         )
+        swept = dataclasses.replace(
+            swept,
+            base=with_budget(swept.base, args),
+            runs=tuple(with_budget(each, args) for each in swept.runs),
+        )
         if not args.detach:
             check_destination(destination)  # refused before anything is submitted
         return run_sweep(swept, detach=args.detach, into=args.into)
@@ -151,6 +179,8 @@ def run(args: argparse.Namespace) -> int:
     fault_point("run planned")
     handle = submit_run(planned)
     say(f"Submitted {handle.run_id} to {escaped(handle.backend)}.")
+    if planned.guard.has_budget:
+        say(f"Its {planned.guard.budget_text()} is kept by the watcher (x-tui watch --detach).")
     fault_point("submit reported")
     if args.detach:
         return EXIT_OK

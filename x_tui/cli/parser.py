@@ -138,6 +138,18 @@ def build_parser() -> Parser:
     run = verb("run", "Submit a job, print its logs as they come, then fetch its outputs.")
     _run_options(run)
     run.add_argument("--detach", action="store_true", help="return once the run is submitted")
+    run.add_argument(
+        "--max-cost",
+        metavar="USD",
+        help="the run's budget: the watcher notifies at 80%% and cancels the run once its cost"
+        " so far reaches it (replaces the job's max_cost)",
+    )
+    run.add_argument(
+        "--max-duration",
+        metavar="DURATION",
+        help="cancel the run once it has run this long, such as 2h or 90m (the watcher"
+        " notifies at 80%%; replaces the job's max_duration)",
+    )
     run.add_argument("--into", metavar="DIR", help="fetch the outputs here (default: state dir)")
 
     status = verb("status", "Print the state of one run, or of every stored run.")

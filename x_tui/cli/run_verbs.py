@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from x_tui.cli.describe import age_text
+from x_tui.cli.guard_notes import GuardNotes, guard_json, with_guard
 from x_tui.cli.metrics_verb import flags_text, watch_json
 from x_tui.cli.output import complain, error_message, print_json, print_log, say
 from x_tui.compute.backend import ComputeBackend, RunState
@@ -195,10 +196,17 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
     # The text listing reads the side files of unfinished runs only (a finished run's last
     # progress is in ``status RUN_ID`` and ``--json``): 100,000 finished runs list at once.
+    # Budgets and endings come from two directory listings, whatever the number of runs.
+    notes = GuardNotes(store.root.parent.parent)
     watches = {
-        h.run_id: _watch_of(h, states[h.run_id], backends)
-        if args.json or not _finished(states[h.run_id])
-        else _NO_WATCH
+        h.run_id: {
+            **(
+                _watch_of(h, states[h.run_id], backends)
+                if args.json or not _finished(states[h.run_id])
+                else _NO_WATCH
+            ),
+            **notes.json(h.run_id),
+        }
         for h in handles
     }
     submitting = [] if wanted is not None else list(launches.records)
@@ -278,7 +286,10 @@ def _status_one(
         return EXIT_OK
     backend = backend_for(handle)
     state = backend.status(handle)
-    watch = watch_json(handle, backend, state, now=time.time())
+    watch = {
+        **watch_json(handle, backend, state, now=time.time()),
+        **guard_json(store.root.parent.parent, handle.run_id),
+    }
     if as_json:
         print_json({**_run_json(handle, state, sweep_of(handle.run_id), store), **watch})
     else:
@@ -332,7 +343,7 @@ def _with_watch(line: str, watch: dict[str, JsonValue]) -> str:
     flags = watch.get("flags")
     if isinstance(flags, list) and flags:
         line = f"{line}  FLAGGED: {flags_text(flags)}"
-    return line
+    return with_guard(line, watch)
 
 
 def _state_text(state: RunState | None) -> str:

@@ -79,12 +79,22 @@ def _watch(args: argparse.Namespace, state_dir: Path) -> int:
 def _follow(state_dir: Path, stop: threading.Event, *, logged: bool = False) -> None:
     from x_tui.app.service import Service
     from x_tui.app.settings import load_settings
+    from x_tui.app.watch_budgets import BudgetCheck
+    from x_tui.app.watch_resubmits import Resubmitter
     from x_tui.app.watcher import Watcher
 
     settings = load_settings()
     for problem in settings.problems:
         complain(problem)
-    watcher = Watcher(Service(state_dir=state_dir), settings.notify)
+    service = Service(state_dir=state_dir)
+    budgets = BudgetCheck(service)
+    watcher = Watcher(
+        service,
+        settings.notify,
+        checks=[budgets],
+        cost_of=budgets.cost_of,
+        resubmit=Resubmitter(service),
+    )
     if logged:
         say(f"watching {state_dir} (pid {os.getpid()})")
     watcher.start()

@@ -37,11 +37,19 @@ class RunState(str, enum.Enum):
     SUCCEEDED = "succeeded"
     FAILED = "failed"
     CANCELLED = "cancelled"
+    PREEMPTED = "preempted"
+    """The provider took the run's machine away (a spot cluster, a preempted container) before
+    its tasks finished; why is in :mod:`x_tui.compute.run_endings`."""
 
     @property
     def is_final(self) -> bool:
         """Whether the run has ended."""
-        return self in (RunState.SUCCEEDED, RunState.FAILED, RunState.CANCELLED)
+        return self in (
+            RunState.SUCCEEDED,
+            RunState.FAILED,
+            RunState.CANCELLED,
+            RunState.PREEMPTED,
+        )
 
 
 class Capability(str, enum.Enum):

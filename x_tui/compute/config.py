@@ -27,6 +27,7 @@ from x_tui.compute.resources import (
     read_resources_table,
 )
 from x_tui.compute.retries import read_retries
+from x_tui.compute.run_guards import GUARD_KEYS, RunGuard, read_guard
 from x_tui.compute.secrets import read_secrets
 from x_tui.compute.worker.errors import ConfigError, NoComputeTable, UnknownJobError, did_you_mean
 from x_tui.compute.worker.log_metrics import compile_patterns
@@ -56,7 +57,7 @@ _SPEC_KEYS = (
     "env",
     "mounts",
 )
-_JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS + EXTENSION_KEYS + WATCH_KEYS
+_JOB_KEYS = _TASK_SOURCE_KEYS + _SPEC_KEYS + EXTENSION_KEYS + WATCH_KEYS + GUARD_KEYS
 _RUNTIME_KEYS = tuple(item.name for item in fields(JaxRuntime))
 
 
@@ -190,11 +191,14 @@ class ResolvedJob:
             alternatives, ``exact``, the node count and a CPU total, which no spec key holds.
         extensions: The table's ``dependencies``, ``secrets`` and ``retries`` (x-tui's keys,
             never written to ``spec.json``).
+        guard: The table's budget and preemption retries (``max_cost``, ``max_duration``,
+            ``preemption_retries``), kept in x-tui's guard side file of each run.
     """
 
     spec: JobSpec
     request: ResourceRequest
     extensions: JobExtensions = field(default_factory=JobExtensions)
+    guard: RunGuard = field(default_factory=RunGuard)
 
 
 def resolve_job(
@@ -296,7 +300,12 @@ def resolve_request(
     if accelerator is not None:
         request = replace(request, accelerator=parse_accelerators(accelerator))
         spec = replace(spec, resources=request.to_resources())
-    return ResolvedJob(spec=spec, request=request, extensions=_extensions(where, table, spec))
+    return ResolvedJob(
+        spec=spec,
+        request=request,
+        extensions=_extensions(where, table, spec),
+        guard=read_guard(table, where=where),
+    )
 
 
 def _extensions(where: str, table: dict[str, Any], spec: JobSpec) -> JobExtensions:

@@ -32,11 +32,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from x_tui.compute.extensions import JobExtensions
+from x_tui.compute.guard_book import GuardBook
 from x_tui.compute.handle_versions import HandleChoice, choose_handle_version
 from x_tui.compute.offers import (
     check_backend_offer,
     estimate_for,
 )
+from x_tui.compute.run_guards import RunGuard
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 from x_tui.compute.worker.errors import BadRecordError, ConfigError, NoComputeTable, UserError
 from x_tui.compute.worker.records import JsonValue
@@ -99,6 +101,8 @@ class RunPlan:
             when not estimated (a plan rebuilt from a stored run).
         handle_version: The run handle version the submit writes, and why; ``None`` writes the
             seed's version 2.
+        guard: The run's budget and preemption retries, written to x-tui's guard side file
+            before anything of the run starts (nothing is written when it is empty).
     """
 
     project: Path
@@ -110,6 +114,7 @@ class RunPlan:
     extensions: JobExtensions = field(default_factory=JobExtensions)
     estimate: CostEstimate | None = None
     handle_version: HandleChoice | None = None
+    guard: RunGuard = field(default_factory=RunGuard)
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -273,6 +278,7 @@ def plan_run(
         extensions=extensions,
         estimate=estimate_for(built, name, resolved.request, spec.timeout_seconds),
         handle_version=choose_handle_version(root),
+        guard=resolved.guard,
     )
 
 
@@ -351,12 +357,15 @@ def submit_run(
         _forget_launch(book, launch.run_id)
         raise
     fault_point("run store checked writable")
+    guards = _write_guard(store, book, launch.run_id, plan)
     if Capability.LAUNCH in capabilities:
         hooks["launch"] = launch
     try:
         handle = cast(_Submitter, built).submit(plan.spec, project=plan.project, **hooks)
     except BaseException as error:
         _abandon(store, built, launch)
+        with contextlib.suppress(OSError):
+            guards.remove(launch.run_id)
         if isinstance(error, OSError) and not isinstance(error, UserError):
             from x_tui.compute.launches import StoreWriteError
 
@@ -388,6 +397,35 @@ def _keep_quote(store: RunStore, run_id: str, plan: RunPlan) -> None:
             save_quote(store, run_id, quote)
     except Exception:  # the run is submitted: without a quote it only shows no cost
         return
+def _write_guard(store: RunStore, book: LaunchBook, run_id: str, plan: RunPlan) -> GuardBook:
+    """Write the run's guard side file (when the plan has a guard), before the run starts.
+
+    Raises:
+        StoreWriteError: If it cannot be written; the launch record is removed, nothing runs.
+    """
+    guards = GuardBook(store.root.parent.parent)
+    if not plan.guard:
+        return guards
+    try:
+        guards.write(run_id, _priced_guard(plan))
+    except OSError as error:
+        _forget_launch(book, run_id)
+        from x_tui.compute.launches import StoreWriteError
+
+        raise StoreWriteError(
+            f"cannot write the run's budget in {guards.root}: {error.strerror or error};"
+            " nothing was started"
+        ) from None
+    return guards
+
+
+def _priced_guard(plan: RunPlan) -> RunGuard:
+    """The plan's guard with the hourly price its estimate was made at (its bound over its
+    hours), what the watcher counts the run's cost so far at."""
+    estimate = plan.estimate
+    if estimate is None or estimate.max_usd is None or estimate.hours <= 0:
+        return plan.guard
+    return replace(plan.guard, hourly_usd=estimate.max_usd / estimate.hours)
 
 
 def _launch_record(plan: RunPlan) -> LaunchRecord:

@@ -29,6 +29,7 @@ from x_tui.compute.resources import (
     parse_duration,
     parse_memory,
 )
+from x_tui.compute.run_guards import GUARD_KEYS
 from x_tui.compute.worker.records import JsonValue
 
 OVERLAY_TABLE = "tool.x-tui.jobs"
@@ -98,7 +99,7 @@ def substrax_blockers(job: Mapping[str, JsonValue]) -> tuple[Blocker, ...]:
     """
     blockers: list[Blocker] = []
     for key, value in job.items():
-        if key in EXTENSION_KEYS or key in WATCH_KEYS:
+        if key in EXTENSION_KEYS or key in WATCH_KEYS or key in GUARD_KEYS:
             blockers.append(Blocker(key=key, value=value, reason="an x-tui extension"))
         elif key in ("timeout_seconds", "task_timeout_seconds") and isinstance(value, str):
             seconds = _try(parse_duration, value)

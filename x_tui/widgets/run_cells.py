@@ -135,7 +135,14 @@ def group_state(states: Iterable[RunState | None]) -> RunState | None:
         The state shown on the sweep's row.
     """
     seen = list(states)
-    order = (RunState.RUNNING, RunState.SUBMITTING, RunState.PENDING, None, RunState.FAILED)
+    order = (
+        RunState.RUNNING,
+        RunState.SUBMITTING,
+        RunState.PENDING,
+        None,
+        RunState.FAILED,
+        RunState.PREEMPTED,
+    )
     for state in (*order, RunState.CANCELLED):
         if state in seen:
             return state

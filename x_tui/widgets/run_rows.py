@@ -52,6 +52,7 @@ STATE_RANKS: Mapping[RunState | None, int] = {
     RunState.PENDING: 1,
     RunState.RUNNING: 2,
     RunState.FAILED: 3,
+    RunState.PREEMPTED: 3,
     RunState.CANCELLED: 4,
     RunState.SUCCEEDED: 5,
 }

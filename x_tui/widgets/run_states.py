@@ -25,6 +25,7 @@ STATE_LABELS: Mapping[RunState | None, str] = {
     RunState.SUCCEEDED: "✓ succeeded",
     RunState.FAILED: "✗ failed",
     RunState.CANCELLED: "■ cancelled",
+    RunState.PREEMPTED: "⚡ preempted",
     None: "· checking",
 }
 """Each state's glyph and word (``None``: before its backend has answered)."""
@@ -59,6 +60,7 @@ _RULES: Mapping[str, str] = {
     component(RunState.SUCCEEDED): "color: $success;",
     component(RunState.FAILED): "color: $error; text-style: bold;",
     component(RunState.CANCELLED): "color: $warning;",
+    component(RunState.PREEMPTED): "color: $warning; text-style: bold;",
     component(RunState.SUBMITTING): "color: $text-muted;",
     component(RunState.PENDING): "color: $text-muted;",
     component(None): "color: $text-muted;",

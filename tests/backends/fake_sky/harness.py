@@ -136,6 +136,16 @@ class FakeSky:
             capture_output=True,
         )
 
+    def preempt(self, cluster: str) -> None:
+        """Take a spot cluster away as its cloud would: its processes die mid-job and SkyPilot
+        reads it ``STOPPED``."""
+        subprocess.run(
+            [str(self.tool.python), "-m", "sky._fake.server", "preempt", cluster],
+            env={**os.environ, "FAKE_SKY_ROOT": str(self.root)},
+            check=True,
+            capture_output=True,
+        )
+
     def remote(self, cluster: str, path: str) -> Path:
         """Where a file of a cluster's home is on this machine (``path`` relative to ``~``)."""
         return self.root / "clusters" / cluster / "home" / path

@@ -16,6 +16,7 @@ from __future__ import annotations
 import base64
 import json
 import shutil
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Final
@@ -46,10 +47,12 @@ from x_tui.compute.estimate import AcceleratorOffer, check_offer
 from x_tui.compute.extensions import JobExtensions, ResourceRequest
 from x_tui.compute.launches import LaunchRecord, RunLaunch
 from x_tui.compute.retries import write_retries_file
+from x_tui.compute.run_endings import EndingBook, RunEnding
 from x_tui.compute.secrets import SecretValues
 from x_tui.compute.store import RunHandle, backend_state_dir, new_run_id
 from x_tui.compute.worker.errors import ProviderError, UserError
-from x_tui.compute.worker.records import JsonValue, dump_record
+from x_tui.compute.worker.manifest import MANIFEST_NAME, parse_manifest
+from x_tui.compute.worker.records import JsonValue, RecordError, dump_record
 from x_tui.compute.worker.spec import JobSpec
 from x_tui.compute.worker_bundle import write_worker_zipapp
 
@@ -508,9 +511,12 @@ class SkyPilotBackend:
         if launch.state == "failed":
             records.record_final(RunState.FAILED, seen="launch")
             return RunState.FAILED
+        cluster_status = entry.get("cluster_status")
         if launch.state == "launched":
             error = entry.get("error")
-            if isinstance(error, Mapping):
+            if cluster_status == "STOPPED":
+                pass  # its queue cannot be read: only the outputs can tell
+            elif isinstance(error, Mapping):
                 raised = failure(error, what=f"reading the queue of {cluster}")
                 if not isinstance(raised, ClusterGone):
                     raise raised
@@ -519,9 +525,43 @@ class SkyPilotBackend:
                 if state is not None:
                     records.record_final(state, seen="queue")
                     return state
+            taken = cluster_status in (None, "STOPPED")  # gone or stopped under its job
+            if taken and self.settings.use_spot and not self._finished_in_outputs(handle):
+                return self._preempted(handle, records, cluster, cluster_status)
         state = self.transport.state_from_outputs(handle)
         records.record_final(state, seen="outputs")
         return state
+
+    def _finished_in_outputs(self, handle: RunHandle) -> bool:
+        """Whether the run's saved outputs hold a finished manifest (its tasks all ended)."""
+        try:
+            data = self.transport.saved_output(handle, MANIFEST_NAME)
+            return data is not None and parse_manifest(data, source=MANIFEST_NAME).finished
+        except (UserError, ValueError, OSError, RecordError):
+            return False
+
+    def _preempted(
+        self, handle: RunHandle, records: RunRecords, cluster: str, cluster_status: object
+    ) -> RunState:
+        """Record that the provider took the run's spot cluster away before its job ended.
+
+        The reason (SkyPilot's word on the cluster) goes to the run's ending side file first,
+        then the final state, so the state is never read without its reason.
+        """
+        seen = (
+            f"SkyPilot reads it {cluster_status}"
+            if isinstance(cluster_status, str)
+            else "SkyPilot no longer lists it"
+        )
+        reason = (
+            f"spot cluster {cluster} was taken away by its provider before the job ended ({seen})"
+        )
+        EndingBook(self.runs.parent.parent).record(
+            handle.run_id,
+            RunEnding(state=RunState.PREEMPTED.value, reason=reason, by="provider", at=time.time()),
+        )
+        records.record_final(RunState.PREEMPTED, seen="cluster")
+        return RunState.PREEMPTED
 
     def logs(self, handle: RunHandle, *, follow: bool) -> Iterator[str]:
         """The job's lines from SkyPilot's log stream, the launch's provisioning output first.

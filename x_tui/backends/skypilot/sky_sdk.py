@@ -283,16 +283,22 @@ def op_poll(args: dict[str, Any]) -> dict[str, Any]:
 
     Returns:
         By cluster: ``launch`` (the :func:`op_launch_state` answer, or ``None`` when it was
-        known), ``queue`` (the jobs, or ``None`` when the cluster is gone or its job not
-        launched) and ``error`` (an error event, when its queue could not be read).
+        known), ``queue`` (the jobs, or ``None`` when the cluster is gone, stopped or its job
+        not launched), ``error`` (an error event, when its queue could not be read) and
+        ``cluster_status`` (SkyPilot's ``ClusterStatus`` name, ``None`` when it does not know
+        the cluster: a spot cluster taken away reads ``STOPPED`` or disappears).
     """
     sky = _sky()
     runs = [run for run in args.get("runs") or [] if isinstance(run, dict)]
     names = sorted({str(run["cluster"]) for run in runs})
-    existing = set()
+    existing: dict[str, str] = {}
     if names:
         for record in sky.get(sky.status(cluster_names=names)):
-            existing.add(str(record["name"]))
+            try:
+                status = record["status"]
+            except (KeyError, TypeError):
+                status = None
+            existing[str(record["name"])] = str(getattr(status, "value", status))
     wanted = [
         str(run["request_id"]) for run in runs if run.get("request_id") and not run.get("launched")
     ]
@@ -301,7 +307,12 @@ def op_poll(args: dict[str, Any]) -> dict[str, Any]:
     queued: dict[str, Any] = {}
     for run in runs:
         cluster = str(run["cluster"])
-        answer: dict[str, Any] = {"launch": None, "queue": None, "error": None}
+        answer: dict[str, Any] = {
+            "launch": None,
+            "queue": None,
+            "error": None,
+            "cluster_status": existing.get(cluster),
+        }
         answers[cluster] = answer
         launched = bool(run.get("launched"))
         if not launched:
@@ -319,7 +330,7 @@ def op_poll(args: dict[str, Any]) -> dict[str, Any]:
             launched = launch["state"] == "launched" or (
                 launch["state"] == "unknown" and cluster in existing
             )
-        if launched and cluster in existing:
+        if launched and cluster in existing and existing[cluster] != "STOPPED":
             try:
                 queued[cluster] = sky.queue(cluster, skip_finished=False, all_users=True)
             except Exception as error:

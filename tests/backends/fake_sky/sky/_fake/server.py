@@ -11,6 +11,7 @@ cluster launched with ``down`` and no idle time is removed as soon as its job en
 Remote paths: ``~/...`` is the cluster's home; an absolute path is rewritten into the cluster's
 ``root/`` in the setup and run scripts. An ``s3://`` MOUNT is a local directory synced to the
 bucket with the ``aws`` CLI while the job runs and once more before its status is final.
+``python -m sky._fake.server preempt NAME`` takes a spot cluster away as its cloud would;
 ``python -m sky._fake.server cleanup`` ends every process the fake started.
 """
 
@@ -315,6 +316,17 @@ def remove_cluster(name: str, *, keep_runner: bool = False) -> None:
     state.ssh_config_path(name).unlink(missing_ok=True)
 
 
+def preempt(name: str) -> None:
+    """The cloud takes the spot cluster back: its runner and its job die where they are (the
+    job's record stays as the node last wrote it) and SkyPilot reads the cluster ``STOPPED``, as
+    a refresh finds a preempted spot cluster that stops on preemption."""
+    cluster = state.load_cluster(name) or {}
+    job = state.load_job(name, 1) or {}
+    _kill_group(cluster.get("runner_pid"))
+    _kill_group(job.get("pid"))
+    state.write_json(state.cluster_dir(name) / "cluster.json", {**cluster, "status": "STOPPED"})
+
+
 def cleanup() -> None:
     """End every process the fake started: runners, jobs."""
     for request in state.all_requests():
@@ -328,6 +340,9 @@ def cleanup() -> None:
 def main(argv: list[str]) -> int:
     if argv[:1] == ["launch"]:
         launch(argv[1])
+        return 0
+    if argv[:1] == ["preempt"]:
+        preempt(argv[1])
         return 0
     if argv[:1] == ["cleanup"]:
         cleanup()

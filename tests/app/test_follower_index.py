@@ -61,13 +61,13 @@ def test_a_large_store_is_listed_from_its_index_after_the_newest_runs(
     os.utime(store.root, (past, past))  # (its time as after a quiet while: the index is
     # not believed on the directory's time alone, since the directory changed after it)
     read: list[Path] = []
-    real = run_follower.read_record
+    real = run_follower.read_handle_record
 
     def counting(store: RunStore, path: Path, stamp: tuple[int, int]) -> run_follower.Record:
         read.append(path)
         return real(store, path, stamp)
 
-    monkeypatch.setattr(run_follower, "read_record", counting)
+    monkeypatch.setattr(run_follower, "read_handle_record", counting)
     follower = Listing(Service())
     follower.start()
     try:

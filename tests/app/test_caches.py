@@ -10,13 +10,13 @@ import json
 import os
 import stat
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
 import pytest
 
+from tests.support import wait_for
 from x_tui.app.final_states import read_final_states, write_final_states
 from x_tui.app.log_spool import LogSpools
 from x_tui.compute.backend import ComputeBackend, RunState
@@ -111,10 +111,7 @@ def test_a_log_copy_left_as_a_fifo_or_a_link_is_copied_anew_not_trusted(
     )
     spools = LogSpools(logs, open_seconds=DEADLINE)
     state = spools.spool(handle, lambda: cast(ComputeBackend, cast(Any, _Lines())))
-    give_up = time.monotonic() + DEADLINE
-    while not state.finished and time.monotonic() < give_up:
-        time.sleep(0.02)
-    assert state.finished
+    wait_for(lambda: state.finished, "the spool's end", deadline=DEADLINE)
     assert state.error is None
     assert stat.S_ISREG(os.lstat(copy).st_mode)
     assert copy.read_text() == "one\ntwo\nthree\n"

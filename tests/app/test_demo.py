@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
-from tests.support import DEADLINE
+from tests.support import wait_for
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle
@@ -19,10 +18,13 @@ from x_tui.demo import prepare_demo_project
 def _finish(service: Service, job: str) -> tuple[RunHandle, RunState]:
     project = service.open_project(prepare_demo_project())
     handle = service.submit(service.plan(project, job))
-    give_up = time.monotonic() + DEADLINE
-    while not (state := service.status(handle)).is_final:
-        assert time.monotonic() < give_up, f"the demo's {job} job did not end"
-        time.sleep(0.1)
+
+    def final() -> RunState | None:
+        state = service.status(handle)
+        return state if state.is_final else None
+
+    state = wait_for(final, f"the end of the demo's {job} job", every=0.1)
+    assert state is not None
     return handle, state
 
 

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, cast
 
+from tests.support import wait_for
 from x_tui.app.log_spool import LogSpools
 from x_tui.compute.backend import ComputeBackend
 from x_tui.compute.store import RunHandle
@@ -42,13 +43,11 @@ def test_a_spooled_log_gets_a_times_file_with_each_line_s_arrival(tmp_path: Path
     spools = LogSpools(tmp_path / "logs", open_seconds=10)
     before = time.time()
     state = spools.spool(handle, lambda: cast("ComputeBackend", cast("Any", backend)))
-    while state.lines < 2:
-        time.sleep(0.01)
+    wait_for(lambda: state.lines >= 2, "the first two lines spooled", every=0.01)
     time.sleep(0.05)
     middle = time.time()
     backend.release.set()
-    while not state.finished:
-        time.sleep(0.01)
+    wait_for(lambda: state.finished, "the spool's end", every=0.01)
     data = state.path.read_bytes()
     assert data == b"[a] one\n[a] two\n[a] three\n"
     with LogTimes(times_path(state.path)) as times:

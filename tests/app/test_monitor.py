@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 
-from tests.support import DEADLINE
+from tests.support import DEADLINE, wait_for
 from x_tui.app.deadlines import call_with_deadline
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
@@ -250,14 +250,6 @@ def _save_counting_runs(state_dir: Path, count: int) -> set[str]:
     return run_ids
 
 
-def _wait_until(condition: Callable[[], bool], what: str) -> None:
-    give_up = time.monotonic() + DEADLINE
-    while not condition():
-        if time.monotonic() > give_up:
-            raise AssertionError(f"never: {what}")
-        time.sleep(0.02)
-
-
 def test_the_monitor_asks_once_per_round_for_all_unfinished_runs_of_a_batching_backend(
     state_dir: Path, inbox: Inbox
 ) -> None:
@@ -267,9 +259,9 @@ def test_the_monitor_asks_once_per_round_for_all_unfinished_runs_of_a_batching_b
     monitor = RunMonitor(service, inbox.post, first_interval=0.05, max_interval=0.1)
     monitor.start()
     try:
-        _wait_until(lambda: len(backend.batches) >= 3, "three poll rounds")
+        wait_for(lambda: len(backend.batches) >= 3, "three poll rounds")
         backend.ended.set()
-        _wait_until(
+        wait_for(
             lambda: all(monitor.state_of(run_id) is RunState.SUCCEEDED for run_id in run_ids),
             "every run's success",
         )
@@ -291,7 +283,7 @@ def test_a_backend_that_cannot_batch_is_asked_once_per_run(state_dir: Path, inbo
     monitor = RunMonitor(service, inbox.post, first_interval=0.05, max_interval=0.1)
     monitor.start()
     try:
-        _wait_until(
+        wait_for(
             lambda: all(monitor.state_of(run_id) is RunState.SUCCEEDED for run_id in run_ids),
             "every run's success",
         )

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import wait_for, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute import operations
 from x_tui.compute.sanitize import plain
@@ -101,11 +101,10 @@ async def _finished_run(state_dir: Path, tmp_path: Path) -> RunHandle:
         (project / name).write_text(source, encoding="utf-8")
     handle = await submitted(project, "ml")
     backend = operations.backend_for(handle)
-    for _ in range(600):
-        if backend.status(handle).is_final:
-            return handle
-        await asyncio.sleep(0.05)
-    raise AssertionError("the run never ended")
+    await asyncio.to_thread(
+        wait_for, lambda: backend.status(handle).is_final, "the run's end", every=0.05
+    )
+    return handle
 
 
 def _worker_log(handle: RunHandle) -> bytes:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from x_tui.compute.launches import LaunchRecord
 from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.records import JsonValue
 
-from .fake_modal.harness import FakeModal, install_fake_modal
+from .fake_modal import fixtures as modal_fixtures
 
 RUN_ID = "train-20261201T120000Z-abcdef"
 
@@ -75,10 +74,7 @@ def test_skypilot_removes_a_half_staged_run_that_never_reached_it(tmp_path: Path
     assert Path("/etc").is_dir()
 
 
-@pytest.fixture
-def fake(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModal]:
-    """The fake ``modal``, installed for one test."""
-    yield from install_fake_modal(tmp_path, monkeypatch)
+fake = modal_fixtures.fake_modal
 
 
 @pytest.mark.usefixtures("fake")

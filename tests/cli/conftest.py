@@ -154,13 +154,24 @@ class Cli:
                     tree[str(path)] = "dir"
         return tree
 
+    def has_records(self) -> bool:
+        """Whether the state directory holds a handle or a launch record (any run at all)."""
+        kept = (self.runs, self.state / "x-tui" / "launches")
+        return any(folder.is_dir() and any(folder.glob("*.json")) for folder in kept)
+
     def write_pyproject(self, *, jobs: str = "", top: str = "", local: str | None = None) -> None:
         """Rewrite the project's pyproject.toml: the three jobs, plus ``jobs`` and ``top``."""
         text = pyproject(sys.executable, jobs=jobs, top=top, local=local)
         (self.project / "pyproject.toml").write_text(text)
 
     def cancel_leftovers(self) -> None:
-        """Cancel every run still going, so a test that fails half way leaves no sleeper."""
+        """Cancel every run still going, so a test that fails half way leaves no sleeper.
+
+        A state directory that holds no handle and no launch record has nothing to cancel, and
+        no ``x-tui`` process is started to say so.
+        """
+        if not self.has_records():
+            return
         listed = self("status", "--json")
         try:
             runs = json.loads(listed.stdout)["runs"]
@@ -175,12 +186,13 @@ def cli_for(project: Path, state: Path, *, pycache: Path) -> Cli:
     """``x-tui`` in ``project`` with the state directory ``state`` and no other SUBSTRAX_ vars.
 
     ``PYTHONUNBUFFERED`` is removed so the tests see x-tui's own flushing, and bytecode is cached
-    under ``pycache`` (outside the tree) so each process does not compile every module again.
+    under ``pycache`` (outside the tree) so each process does not compile every module again;
+    the suite's own bytecode cache (``tests/conftest.py``), when it has one, is used instead.
     """
     env = {key: value for key, value in os.environ.items() if not key.startswith("SUBSTRAX_")}
     for name in ("PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"):
         env.pop(name, None)
-    env["PYTHONPYCACHEPREFIX"] = str(pycache)
+    env["PYTHONPYCACHEPREFIX"] = os.environ.get("PYTHONPYCACHEPREFIX") or str(pycache)
     env["SUBSTRAX_STATE_DIR"] = str(state)
     return Cli(project=project, state=state, env=env)
 

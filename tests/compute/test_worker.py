@@ -16,7 +16,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
@@ -447,10 +446,7 @@ def test_what_a_task_leaves_running_in_its_group_ends_with_it(
     leftovers.append(background)
     assert outcome.status is TaskStatus.SUCCEEDED
     # SIGKILL went to the group when the task exited; dying takes the kernel a moment.
-    give_up = time.monotonic() + 10
-    while running(background) and time.monotonic() < give_up:
-        time.sleep(0.01)
-    assert not running(background)
+    support.wait_for(lambda: not running(background), "the group's end", deadline=10, every=0.01)
 
 
 def test_the_job_budget_caps_tasks_and_a_task_with_no_time_left_never_starts(

@@ -16,9 +16,9 @@ from __future__ import annotations
 
 import codecs
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple, Protocol, cast
+from typing import NamedTuple
 
-from x_tui.compute.backend import Capability, ComputeBackend, capabilities_of
+from x_tui.compute.backend import Capability, ComputeBackend, ability
 from x_tui.compute.store import RunHandle
 
 _NEWLINE = 0x0A
@@ -35,10 +35,6 @@ class LogPiece(NamedTuple):
 
     text: str
     ends_line: bool
-
-
-class _HasPieces(Protocol):
-    def log_pieces(self, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]: ...
 
 
 class LineSplitter:
@@ -134,6 +130,7 @@ def pieces_of(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> It
         The pieces: streamed in bounded chunks by a backend with ``Capability.LOG_PIECES``, one
         whole line each otherwise.
     """
-    if Capability.LOG_PIECES in capabilities_of(backend):
-        return cast(_HasPieces, backend).log_pieces(handle, follow=follow)
+    streamer = ability(backend, Capability.LOG_PIECES)
+    if streamer is not None:
+        return streamer.log_pieces(handle, follow=follow)
     return (LogPiece(line, True) for line in backend.logs(handle, follow=follow))

@@ -15,7 +15,7 @@ from pathlib import Path
 from x_tui.cli.describe import age_text
 from x_tui.cli.metrics_verb import flags_text, watch_json
 from x_tui.cli.output import complain, error_message, print_json, print_log, say
-from x_tui.compute.backend import ComputeBackend, RunState
+from x_tui.compute.backend import Capability, ComputeBackend, RunState, ability
 from x_tui.compute.errors import RunNotFoundError, UserError
 from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord
 from x_tui.compute.log_pieces import pieces_of
@@ -102,22 +102,61 @@ def _line(
     return line
 
 
-def _states(handles: list[RunHandle]) -> tuple[dict[str, RunState | None], bool]:
-    """Every run's state, asking each backend (rebuilt once per settings); whether one failed."""
-    states: dict[str, RunState | None] = {}
-    backends: dict[str, ComputeBackend] = {}
-    failed = False
+def _backend_key(handle: RunHandle) -> str:
+    """Runs whose backend is built once and asked together: one backend, the same settings."""
+    return f"{handle.backend}\0{sorted(handle.settings.items())!r}"
+
+
+def _states(
+    handles: list[RunHandle], built: dict[str, ComputeBackend]
+) -> tuple[dict[str, RunState | None], bool]:
+    """Every run's state, and whether one could not be had.
+
+    Runs of one backend with the same settings are asked for together: one ``statuses`` call
+    for all of them where the backend declares ``Capability.STATUSES`` (as the run monitor asks
+    once per poll round), else one ``status`` call each. Each backend is built once, and kept in
+    ``built`` (by :func:`_backend_key`) for what the caller asks next.
+    """
+    groups: dict[str, list[RunHandle]] = {}
     for handle in handles:
-        answer: RunState | None = None
+        groups.setdefault(_backend_key(handle), []).append(handle)
+    states: dict[str, RunState | None] = dict.fromkeys((h.run_id for h in handles), None)
+    failed = False
+
+    def unknown(handle: RunHandle, why: object) -> None:
+        nonlocal failed
+        complain(f"{handle.run_id}: state unknown: {why}")
+        failed = True
+
+    for key, group in groups.items():
         try:
-            key = f"{handle.backend}\0{sorted(handle.settings.items())!r}"
-            if key not in backends:
-                backends[key] = backend_for(handle)
-            answer = backends[key].status(handle)
+            backend = built[key] = backend_for(group[0])
         except (UserError, ValueError, LookupError, OSError) as error:
-            complain(f"{handle.run_id}: state unknown: {error_message(error)}")
-            failed = True
-        states[handle.run_id] = answer
+            for handle in group:
+                unknown(handle, error_message(error))
+            continue
+        batch = ability(backend, Capability.STATUSES)
+        if batch is None:
+            for handle in group:
+                try:
+                    states[handle.run_id] = backend.status(handle)
+                except (UserError, ValueError, LookupError, OSError) as error:
+                    unknown(handle, error_message(error))
+            continue
+        try:
+            answers = batch.statuses(group)
+        except (UserError, ValueError, LookupError, OSError) as error:
+            for handle in group:
+                unknown(handle, error_message(error))
+            continue
+        for handle in group:
+            answer = answers.get(handle.run_id)
+            if isinstance(answer, RunState):
+                states[handle.run_id] = answer
+            else:
+                unknown(
+                    handle, "its backend did not say" if answer is None else error_message(answer)
+                )
     return states, failed
 
 
@@ -163,10 +202,13 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
         chosen = load_sweep(wanted)
         handles = [handle for handle in handles if handle.run_id in chosen.run_ids]
         sweeps = [chosen]
-    states, failed = _states(handles)
+    built: dict[str, ComputeBackend] = {}
+    states, failed = _states(handles, built)
     code = EXIT_FAILED if failed else EXIT_OK
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
-    watches = {h.run_id: _watch_of(h, states[h.run_id]) for h in handles}
+    watches = {
+        h.run_id: _watch_of(h, built.get(_backend_key(h)), states[h.run_id]) for h in handles
+    }
     submitting = [] if wanted is not None else list(launches.records)
     if args.json:
         runs = [_launch_json(record) for record in submitting]
@@ -268,12 +310,14 @@ def _launch_json(record: LaunchRecord) -> dict[str, JsonValue]:
     }
 
 
-def _watch_of(handle: RunHandle, state: RunState | None) -> dict[str, JsonValue]:
+def _watch_of(
+    handle: RunHandle, backend: ComputeBackend | None, state: RunState | None
+) -> dict[str, JsonValue]:
     """``progress``, ``cost_so_far`` and ``flags`` of a run (nulls when they cannot be had)."""
-    if state is None:
+    if state is None or backend is None:
         return {"progress": None, "cost_so_far": None, "flags": []}
     try:
-        return watch_json(handle, backend_for(handle), state, now=time.time())
+        return watch_json(handle, backend, state, now=time.time())
     except (UserError, ValueError, LookupError, OSError):
         return {"progress": None, "cost_so_far": None, "flags": []}
 

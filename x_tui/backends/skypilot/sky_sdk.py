@@ -264,11 +264,12 @@ def _existing_clusters(names: list[str]) -> set[str]:
     once the API server answers (it made and migrated the table); else one ``status`` request.
     """
     sky = _sky()
-    table = _local_state()
-    if table is not None:
+    user_state = _local_state()
+    if user_state is not None:
         try:
-            importlib.import_module("sky.server.common").check_server_healthy_or_start_fn()
-            return {str(record["name"]) for record in table.get_clusters(cluster_names=names)}
+            common = importlib.import_module("sky.server.common")
+            common.check_server_healthy_or_start_fn()
+            return {str(record["name"]) for record in user_state.get_clusters(cluster_names=names)}
         except Exception:  # its table could not be read here after all: ask the API server
             _LOCAL_STATE[:] = [False]
     return {str(record["name"]) for record in sky.get(sky.status(cluster_names=names))}

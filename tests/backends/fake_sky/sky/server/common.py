@@ -14,7 +14,12 @@ def is_api_server_local(endpoint: str | None = None) -> bool:
     return not state.switch("remote-api-server")
 
 
-def check_server_healthy_or_start_fn(
-    deploy: bool = False, host: str = "127.0.0.1", foreground: bool = False
+def check_server_healthy_or_start_fn(  # noqa: PLR0917 (SkyPilot 0.14.1's signature)
+    deploy: bool = False,
+    host: str = "127.0.0.1",
+    foreground: bool = False,
+    metrics: bool = False,
+    metrics_port: int | None = None,
+    enable_basic_auth: bool = False,
 ) -> None:
     """The fake's API server is always up."""

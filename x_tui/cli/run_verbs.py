@@ -15,10 +15,9 @@ from pathlib import Path
 from x_tui.cli.describe import age_text
 from x_tui.cli.metrics_verb import flags_text, watch_json
 from x_tui.cli.output import complain, error_message, print_json, print_log, say
-from x_tui.compute.backend import Capability, ComputeBackend, RunState, ability
+from x_tui.compute.backend import Capability, ComputeBackend, RunState, ability, pieces_of
 from x_tui.compute.errors import RunNotFoundError, UserError
 from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord
-from x_tui.compute.log_pieces import pieces_of
 from x_tui.compute.operations import backend_for, fetch_root, read_launches
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.records import JsonValue, format_datetime

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, overload, runtime_checkable
 
+from x_tui.compute.log_pieces import LogPiece
 from x_tui.compute.records import JsonValue, dumps_compact, write_atomic
 from x_tui.compute.spec import JobSpec
 from x_tui.compute.store import RunHandle, new_run_id
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
     from x_tui.compute.estimate import AcceleratorOffer
     from x_tui.compute.extensions import JobExtensions, ResourceRequest
     from x_tui.compute.launches import LaunchRecord, RunLaunch
-    from x_tui.compute.log_pieces import LogPiece
     from x_tui.compute.secrets import SecretValues
 
 SPEC_NAME = "spec.json"
@@ -405,3 +405,21 @@ def stage_run(runs: Path, run: NewRun) -> Path:
     run.step("run directory made")
     write_atomic(run_dir / SPEC_NAME, dumps_compact(run.spec), step=run.step)
     return run_dir
+
+
+def pieces_of(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]:
+    """A run's log as pieces, from any backend.
+
+    Args:
+        backend: The run's backend.
+        handle: The run.
+        follow: Keep reading until the run ends.
+
+    Returns:
+        The pieces: streamed in bounded chunks by a backend with ``Capability.LOG_PIECES``, one
+        whole line each otherwise.
+    """
+    streamer = ability(backend, Capability.LOG_PIECES)
+    if streamer is not None:
+        return streamer.log_pieces(handle, follow=follow)
+    return (LogPiece(line, True) for line in backend.logs(handle, follow=follow))

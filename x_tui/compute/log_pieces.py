@@ -8,8 +8,8 @@ and whether the line ends there. Each piece is at most one chunk long, each byte
 constant number of times, and UTF-8 is decoded across chunk boundaries as it would be whole.
 
 A backend that reads its log this way declares ``Capability.LOG_PIECES`` and has
-``log_pieces(handle, follow=...)``; :func:`pieces_of` gives the pieces of any backend, a whole
-line per piece for one that only has ``logs``.
+``log_pieces(handle, follow=...)``; :func:`x_tui.compute.backend.pieces_of` gives the pieces of
+any backend, a whole line per piece for one that only has ``logs``.
 """
 
 from __future__ import annotations
@@ -17,9 +17,6 @@ from __future__ import annotations
 import codecs
 from collections.abc import Iterable, Iterator
 from typing import NamedTuple
-
-from x_tui.compute.backend import Capability, ComputeBackend, ability
-from x_tui.compute.store import RunHandle
 
 _NEWLINE = 0x0A
 _CARRIAGE_RETURN = b"\r"
@@ -116,21 +113,3 @@ def lines_of(pieces: Iterable[LogPiece]) -> Iterator[str]:
             parts.clear()
         else:
             yield text
-
-
-def pieces_of(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]:
-    """A run's log as pieces, from any backend.
-
-    Args:
-        backend: The run's backend.
-        handle: The run.
-        follow: Keep reading until the run ends.
-
-    Returns:
-        The pieces: streamed in bounded chunks by a backend with ``Capability.LOG_PIECES``, one
-        whole line each otherwise.
-    """
-    streamer = ability(backend, Capability.LOG_PIECES)
-    if streamer is not None:
-        return streamer.log_pieces(handle, follow=follow)
-    return (LogPiece(line, True) for line in backend.logs(handle, follow=follow))

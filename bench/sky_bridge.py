@@ -377,21 +377,27 @@ def fake_pending(fake_python: Path, runs: int) -> list[tuple[str, str, str]]:
     return launches
 
 
-RECORD_PENDING = """  # the entrypoint is never run: no worker takes these from a queue
-import asyncio, json, sys, time, uuid
+RECORD_PENDING = """
+import asyncio, json, os, sys, time, uuid
 import sky
 from sky import core
 from sky.server.requests import payloads, requests as api_requests
-ids = []
-for cluster in sys.argv[1:]:
-    request_id = str(uuid.uuid4())
-    asyncio.run(api_requests.create_if_not_exists_async(api_requests.Request(
-        request_id=request_id, name="launch", entrypoint=core.status,
-        request_body=payloads.RequestBody(), status=api_requests.RequestStatus.PENDING,
-        created_at=time.time(), user_id="bench", cluster_name=cluster,
-        schedule_type=api_requests.ScheduleType.LONG)))
-    ids.append(request_id)
-print(json.dumps(ids))
+
+async def record(clusters):
+    ids = []
+    for cluster in clusters:  # the entrypoint is never run: no worker takes these from a queue
+        request_id = str(uuid.uuid4())
+        await api_requests.create_if_not_exists_async(api_requests.Request(
+            request_id=request_id, name="launch", entrypoint=core.status,
+            request_body=payloads.RequestBody(), status=api_requests.RequestStatus.PENDING,
+            created_at=time.time(), user_id="bench", cluster_name=cluster,
+            schedule_type=api_requests.ScheduleType.LONG))
+        ids.append(request_id)
+    return ids
+
+sky.get(sky.status(cluster_names=["sx-bench-ready"]))
+print(json.dumps(asyncio.run(record(sys.argv[1:]))), flush=True)
+os._exit(0)  # what the request database left running holds the interpreter for minutes
 """
 """Run by SkyPilot's interpreter: PENDING launch requests in its API server's own database."""
 

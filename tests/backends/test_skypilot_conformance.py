@@ -82,7 +82,7 @@ def sdk_uses() -> dict[str, dict[str, Any]]:
     roots = {
         "sky": "sky",
         "sdk": "sky.client.sdk",
-        "common": "sky.server.common",
+        "server_common": "sky.server.common",
         "user_state": "sky.global_user_state",
     }
     uses: dict[str, dict[str, Any]] = {}

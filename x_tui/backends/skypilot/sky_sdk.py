@@ -248,8 +248,8 @@ def _local_state() -> Any:
     """
     try:
         if not _LOCAL_STATE:
-            common = importlib.import_module("sky.server.common")
-            _LOCAL_STATE.append(bool(common.is_api_server_local()))
+            server_common = importlib.import_module("sky.server.common")
+            _LOCAL_STATE.append(bool(server_common.is_api_server_local()))
         if _LOCAL_STATE[0]:
             return importlib.import_module("sky.global_user_state")
     except Exception:  # a SkyPilot without them, or a server setting it cannot read: ask it
@@ -267,8 +267,8 @@ def _existing_clusters(names: list[str]) -> set[str]:
     user_state = _local_state()
     if user_state is not None:
         try:
-            common = importlib.import_module("sky.server.common")
-            common.check_server_healthy_or_start_fn()
+            server_common = importlib.import_module("sky.server.common")
+            server_common.check_server_healthy_or_start_fn()
             return {str(record["name"]) for record in user_state.get_clusters(cluster_names=names)}
         except Exception:  # its table could not be read here after all: ask the API server
             _LOCAL_STATE[:] = [False]

@@ -585,16 +585,19 @@ class SkyPilotBackend:
 
         Returns:
             Its bytes, or ``None`` when it is not there (yet). A run whose launch the last
-            poll found still going is not read at all: its job has not started, so nothing of
-            its outputs exists yet, and the read would cost a request (or, where SkyPilot's
-            environment lacks the bucket's SDK, a cloud command line) per file for nothing.
+            poll found still going, and whose files record no launch since, is not read at
+            all: its job has not started, so nothing of its outputs exists yet, and the read
+            would cost a request (or, where SkyPilot's environment lacks the bucket's SDK, a
+            cloud command line) per file for nothing.
 
         Raises:
             ValueError: If ``path`` leads outside the run's outputs.
             ProviderError: If the outputs cannot be read.
         """
         if handle.run_id in self._launching:
-            return None
+            if self._records(handle).known_launch() is None:
+                return None
+            self._launching.discard(handle.run_id)  # its launch was recorded since (its log)
         return self.transport.peek(handle, path)
 
     def fetch(self, handle: RunHandle, destination: Path) -> Path:

@@ -19,7 +19,7 @@ from x_tui.compute.store import RunStore
 from x_tui.compute.telemetry_read import read_metrics, read_telemetry
 from x_tui.compute.worker.log_metrics import METRICS_NAME
 from x_tui.compute.worker.telemetry import TELEMETRY_NAME
-from x_tui.testing import wait_until_final
+from x_tui.testing.contract import wait_until_final
 
 from .fake_modal import fixtures as modal_fixtures
 from .fake_modal.harness import PYPROJECT, FakeModal

@@ -80,7 +80,12 @@ print(json.dumps(found))
 def sdk_uses() -> dict[str, dict[str, Any]]:
     """Each SDK call in sky_sdk.py: ``module.function`` and the arguments it passes."""
     tree = ast.parse(SCRIPT.read_text(encoding="utf-8"))
-    roots = {"sky": "sky", "sdk": "sky.client.sdk"}
+    roots = {
+        "sky": "sky",
+        "sdk": "sky.client.sdk",
+        "server_common": "sky.server.common",
+        "user_state": "sky.global_user_state",
+    }
     uses: dict[str, dict[str, Any]] = {}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
@@ -187,6 +192,11 @@ def test_every_sdk_call_of_the_bridge_binds_to_skypilots_signature(real: dict[st
     assert real["version"] == VERSION
     uses = sdk_uses()
     assert {"sky.launch", "sky.tail_logs", "sky.api_status", "sky.client.sdk.check"} <= set(uses)
+    assert {
+        "sky.server.common.is_api_server_local",
+        "sky.server.common.check_server_healthy_or_start_fn",
+        "sky.global_user_state.get_clusters",
+    } <= set(uses)
     assert real["binds"] == dict.fromkeys(uses, True)
     assert real["names"] == []
 

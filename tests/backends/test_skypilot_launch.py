@@ -234,6 +234,33 @@ def test_following_a_pending_launch_shows_provisioning_then_the_job(
     assert backend.status(handle).is_final
 
 
+def test_a_run_whose_launch_is_still_going_is_not_peeked_at_until_it_launched(
+    fake_sky: FakeSky, backend: SkyPilotBackend, bare_project: Path
+) -> None:
+    reads: list[str] = []
+    read = backend.transport.peek
+
+    def counted(handle: RunHandle, relative: str) -> bytes | None:
+        reads.append(relative)
+        return read(handle, relative) if not reads[0].startswith("ended") else b"{}"
+
+    backend.transport.peek = counted  # type: ignore[method-assign]
+    fake_sky.hold("hold-launch")
+    handle = backend.submit(spec("peeked", "print('ran', flush=True)"), project=bare_project)
+    assert backend.statuses([handle]) == {handle.run_id: RunState.PENDING}
+    # Telemetry and the manifest are asked for every few seconds: nothing is read for them yet.
+    for _ in range(5):
+        assert backend.peek(handle, "telemetry.jsonl") is None
+        assert backend.peek(handle, "manifest.json") is None
+    assert reads == []
+    fake_sky.release("hold-launch")
+    final = wait_until_final(backend, handle, timeout=WAIT_SECONDS)
+    assert final is RunState.SUCCEEDED
+    reads[:] = ["ended"]  # from here the transport answers without reading the bucket
+    assert backend.peek(handle, "manifest.json") == b"{}"  # launched: read as before
+    assert reads == ["ended", "manifest.json"]
+
+
 def test_cancelling_a_pending_launch_cancels_the_request_and_nothing_is_left(
     fake_sky: FakeSky, backend: SkyPilotBackend, bare_project: Path
 ) -> None:

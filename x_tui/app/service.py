@@ -17,7 +17,6 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Protocol, cast
 
 from x_tui.app.deadlines import Deadlines, call_with_deadline
 from x_tui.app.log_spool import LogSpools, SpoolState
@@ -28,7 +27,13 @@ from x_tui.app.submits import (
     declared_submit_seconds,
 )
 from x_tui.compute import operations, sweep_runs
-from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, RunState, capabilities_of
+from x_tui.compute.backend import (
+    Capability,
+    ComputeBackend,
+    RunFiles,
+    RunState,
+    ability,
+)
 from x_tui.compute.operations import JobList, Project, RunPlan
 from x_tui.compute.outputs import OutsideOutputsError, read_output
 from x_tui.compute.run_removal import Removal
@@ -36,18 +41,6 @@ from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
 from x_tui.compute.worker.errors import ConfigError, UserError
 from x_tui.compute.worker.manifest import MANIFEST_NAME
-
-
-class _LocalFiles(Protocol):
-    def run_files(self, handle: RunHandle) -> RunFiles: ...
-
-
-class _Statuses(Protocol):
-    def statuses(self, handles: Sequence[RunHandle]) -> Mapping[str, RunState | Exception]: ...
-
-
-class _Peeks(Protocol):
-    def peek(self, handle: RunHandle, path: str) -> bytes | str | None: ...
 
 
 class Service:
@@ -288,9 +281,9 @@ class Service:
         if not handles:
             return {}
         backend = self.backend(handles[0])
-        if Capability.STATUSES not in capabilities_of(backend):
+        batch = ability(backend, Capability.STATUSES)
+        if batch is None:
             return None
-        batch = cast(_Statuses, backend)
         return call_with_deadline(
             lambda: batch.statuses(handles),
             seconds=self.deadlines.status,
@@ -377,9 +370,8 @@ class Service:
             UserError: If the backend cannot be built.
         """
         backend = self.backend(handle)
-        if Capability.LOCAL_FILES not in capabilities_of(backend):
-            return None
-        return cast(_LocalFiles, backend).run_files(handle)
+        keeper = ability(backend, Capability.LOCAL_FILES)
+        return keeper.run_files(handle) if keeper is not None else None
 
     def peek(self, handle: RunHandle, relative: str) -> bytes | None:
         """Read one file of the run's outputs (``manifest.json``, ``<task>/stdout.log``...).
@@ -402,10 +394,11 @@ class Service:
             except (OSError, OutsideOutputsError):
                 return None
         backend = self.backend(handle)
-        if Capability.PEEK not in capabilities_of(backend):
+        peeker = ability(backend, Capability.PEEK)
+        if peeker is None:
             return None
         data = call_with_deadline(
-            lambda: cast(_Peeks, backend).peek(handle, relative),
+            lambda: peeker.peek(handle, relative),
             seconds=self.deadlines.peek,
             backend=handle.backend,
             what=f"peek at {relative}",

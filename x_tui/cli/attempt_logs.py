@@ -18,10 +18,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Protocol, cast
 
 from x_tui.cli.output import log_writer, say
-from x_tui.compute.backend import Capability, ComputeBackend, RunFiles, capabilities_of
+from x_tui.compute.backend import Capability, ComputeBackend, ability
 from x_tui.compute.operations import fetch_root
 from x_tui.compute.outputs import OutputTooLargeError, OutsideOutputsError, read_output
 from x_tui.compute.retries import ATTEMPTS_DIR, ATTEMPTS_NAME, AttemptEntry, parse_attempts
@@ -34,14 +33,6 @@ Reader = Callable[[str], bytes | None]
 """Reads a file of the run's outputs by its relative path; ``None`` when it does not exist."""
 
 STREAMS = ("stdout", "stderr")
-
-
-class _KeepsFiles(Protocol):
-    def run_files(self, handle: RunHandle) -> RunFiles: ...
-
-
-class _Peeks(Protocol):
-    def peek(self, handle: RunHandle, path: str) -> bytes | None: ...
 
 
 class NoOutputsHere(UserError, LookupError):
@@ -62,15 +53,15 @@ def outputs_reader(backend: ComputeBackend, handle: RunHandle) -> tuple[Reader, 
         NoOutputsHere: If the backend neither keeps files here nor peeks, and the run was not
             fetched.
     """
-    capabilities = capabilities_of(backend)
-    if Capability.LOCAL_FILES in capabilities:
-        outputs = cast(_KeepsFiles, backend).run_files(handle).outputs
+    keeper = ability(backend, Capability.LOCAL_FILES)
+    if keeper is not None:
+        outputs = keeper.run_files(handle).outputs
         return _directory_reader(outputs), "this machine"
     fetched = fetch_root() / handle.run_id
     if fetched.is_dir():
         return _directory_reader(fetched), str(fetched)
-    if Capability.PEEK in capabilities:
-        peeker = cast(_Peeks, backend)
+    peeker = ability(backend, Capability.PEEK)
+    if peeker is not None:
         return (lambda path: peeker.peek(handle, path)), f"the {handle.backend} backend"
     raise NoOutputsHere(
         f"the {handle.backend} backend cannot read {handle.run_id}'s outputs while it runs;"

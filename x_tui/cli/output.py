@@ -81,7 +81,7 @@ def print_log(pieces: Iterable[LogPiece]) -> None:
     ``\\r`` state while it streams, then written through ``terminal_log_line``.
 
     Args:
-        pieces: The log, as ``x_tui.compute.log_pieces.pieces_of`` gives it.
+        pieces: The log, as ``x_tui.compute.backend.pieces_of`` gives it.
     """
     out = sys.stdout
     if not out.isatty():

@@ -16,9 +16,8 @@ from x_tui.cli.describe import age_text
 from x_tui.cli.guard_notes import GuardNotes, guard_json, with_guard
 from x_tui.cli.metrics_verb import flags_text, watch_json
 from x_tui.cli.output import complain, error_message, print_json, print_log, say
-from x_tui.compute.backend import ComputeBackend, RunState
+from x_tui.compute.backend import Capability, ComputeBackend, RunState, ability, pieces_of
 from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord
-from x_tui.compute.log_pieces import pieces_of
 from x_tui.compute.operations import backend_for, fetch_root, read_launches
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.sanitize import escaped
@@ -103,46 +102,86 @@ def _line(
     return line
 
 
-def _backend_of(handle: RunHandle, backends: dict[str, ComputeBackend]) -> ComputeBackend:
-    """The run's backend, rebuilt once per backend and settings (kept in ``backends``)."""
-    key = f"{handle.backend}\0{sorted(handle.settings.items())!r}"
-    if key not in backends:
-        backends[key] = backend_for(handle)
-    return backends[key]
+def _backend_key(handle: RunHandle) -> str:
+    """Runs whose backend is built once and asked together: one backend, the same settings."""
+    return f"{handle.backend}\0{sorted(handle.settings.items())!r}"
+
+
+def _backend_of(handle: RunHandle, built: dict[str, ComputeBackend]) -> ComputeBackend:
+    """The run's backend, built once per backend and settings (kept in ``built``)."""
+    key = _backend_key(handle)
+    if key not in built:
+        built[key] = backend_for(handle)
+    return built[key]
 
 
 def _states(
     handles: list[RunHandle],
+    built: dict[str, ComputeBackend],
     store: RunStore | None = None,
-    backends: dict[str, ComputeBackend] | None = None,
 ) -> tuple[dict[str, RunState | None], bool]:
-    """Every run's state, asking each backend (rebuilt once per settings); whether one failed.
+    """Every run's state, and whether one could not be had.
 
     A run whose final state x-tui keeps (``<state>/x-tui/final-states.json``, which the TUI and
-    this verb write) is not asked about again; a final state learnt here is kept there.
+    this verb write) is not asked about again; a final state learnt here is kept there. The
+    others are asked by backend: runs of one backend with the same settings together, one
+    ``statuses`` call for all of them where the backend declares ``Capability.STATUSES`` (as
+    the run monitor asks once per poll round), else one ``status`` call each. Each backend is
+    built once, and kept in ``built`` (by :func:`_backend_key`) for what the caller asks next.
     """
     from x_tui.app.final_states import final_states_path, keep_final_states, read_final_states
 
     kept_path = final_states_path(store.root) if store is not None else None
     kept = (read_final_states(kept_path) if kept_path is not None else None) or {}
-    learnt: dict[str, RunState] = {}
-    states: dict[str, RunState | None] = {}
-    backends = {} if backends is None else backends
-    failed = False
+    states: dict[str, RunState | None] = dict.fromkeys((h.run_id for h in handles), None)
+    groups: dict[str, list[RunHandle]] = {}
     for handle in handles:
-        answer: RunState | None = None
         known = kept.get(handle.run_id)
         if known is not None:
             states[handle.run_id] = known[0]
+        else:
+            groups.setdefault(_backend_key(handle), []).append(handle)
+    failed = False
+
+    def unknown(handle: RunHandle, why: object) -> None:
+        nonlocal failed
+        complain(f"{handle.run_id}: state unknown: {why}")
+        failed = True
+
+    for group in groups.values():
+        try:
+            backend = _backend_of(group[0], built)
+        except (UserError, ValueError, LookupError, OSError) as error:
+            for handle in group:
+                unknown(handle, error_message(error))
+            continue
+        batch = ability(backend, Capability.STATUSES)
+        if batch is None:
+            for handle in group:
+                try:
+                    states[handle.run_id] = backend.status(handle)
+                except (UserError, ValueError, LookupError, OSError) as error:
+                    unknown(handle, error_message(error))
             continue
         try:
-            answer = _backend_of(handle, backends).status(handle)
+            answers = batch.statuses(group)
         except (UserError, ValueError, LookupError, OSError) as error:
-            complain(f"{handle.run_id}: state unknown: {error_message(error)}")
-            failed = True
-        states[handle.run_id] = answer
-        if answer is not None and answer.is_final:
-            learnt[handle.run_id] = answer
+            for handle in group:
+                unknown(handle, error_message(error))
+            continue
+        for handle in group:
+            answer = answers.get(handle.run_id)
+            if isinstance(answer, RunState):
+                states[handle.run_id] = answer
+            else:
+                unknown(
+                    handle, "its backend did not say" if answer is None else error_message(answer)
+                )
+    learnt = {
+        run_id: state
+        for run_id, state in states.items()
+        if state is not None and state.is_final and run_id not in kept
+    }
     if kept_path is not None and learnt:
         keep_final_states(kept_path, {run_id: (state, None) for run_id, state in learnt.items()})
     return states, failed
@@ -190,8 +229,8 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
         chosen = load_sweep(wanted)
         handles = [handle for handle in handles if handle.run_id in chosen.run_ids]
         sweeps = [chosen]
-    backends: dict[str, ComputeBackend] = {}
-    states, failed = _states(handles, store, backends)
+    built: dict[str, ComputeBackend] = {}
+    states, failed = _states(handles, built, store)
     code = EXIT_FAILED if failed else EXIT_OK
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
     # The text listing reads the side files of unfinished runs only (a finished run's last
@@ -201,7 +240,7 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
     watches = {
         h.run_id: {
             **(
-                _watch_of(h, states[h.run_id], backends)
+                _watch_of(h, states[h.run_id], built)
                 if args.json or not _finished(states[h.run_id])
                 else _NO_WATCH
             ),
@@ -321,13 +360,13 @@ def _finished(state: RunState | None) -> bool:
 
 
 def _watch_of(
-    handle: RunHandle, state: RunState | None, backends: dict[str, ComputeBackend]
+    handle: RunHandle, state: RunState | None, built: dict[str, ComputeBackend]
 ) -> dict[str, JsonValue]:
     """``progress``, ``cost_so_far`` and ``flags`` of a run (nulls when they cannot be had)."""
     if state is None:
-        return {"progress": None, "cost_so_far": None, "flags": []}
+        return dict(_NO_WATCH)
     try:
-        return watch_json(handle, _backend_of(handle, backends), state, now=time.time())
+        return watch_json(handle, _backend_of(handle, built), state, now=time.time())
     except (UserError, ValueError, LookupError, OSError):
         return {"progress": None, "cost_so_far": None, "flags": []}
 

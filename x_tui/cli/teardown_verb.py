@@ -9,21 +9,16 @@ on its cluster (the copy transport, never fetched) is refused in one line unless
 from __future__ import annotations
 
 import argparse
-from typing import Protocol, cast
 
 from x_tui.cli.output import complain, say
-from x_tui.compute.backend import Capability, capabilities_of
+from x_tui.compute.backend import Capability, ability
 from x_tui.compute.operations import backend_for
 from x_tui.compute.sanitize import escaped
-from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.store import RunStore
 
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_REFUSED = 2
-
-
-class _TearsDown(Protocol):
-    def teardown(self, handle: RunHandle, *, force: bool = False) -> None: ...
 
 
 def teardown(args: argparse.Namespace) -> int:
@@ -46,14 +41,15 @@ def teardown(args: argparse.Namespace) -> int:
     """
     handle = RunStore().load(args.run_id)
     backend = backend_for(handle)
-    if Capability.TEARDOWN not in capabilities_of(backend):
+    tearer = ability(backend, Capability.TEARDOWN)
+    if tearer is None:
         complain(
             f"nothing to tear down for the {handle.backend} backend ({handle.run_id}); to stop"
             f" a run still going: x-tui cancel {handle.run_id}"
         )
         return EXIT_REFUSED
     try:
-        cast(_TearsDown, backend).teardown(handle, force=args.force)
+        tearer.teardown(handle, force=args.force)
     except ExceptionGroup as group:
         for failure in group.exceptions:
             complain(f"teardown {handle.run_id}: {failure}")

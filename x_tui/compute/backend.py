@@ -4,24 +4,33 @@ A backend turns a :class:`~x_tui.compute.worker.spec.JobSpec` into a run on its 
 on it afterwards. It returns a :class:`~x_tui.compute.store.RunHandle` from ``submit`` and needs
 nothing else to find the run again, so a run submitted from one shell can be followed, fetched or
 cancelled from another. Optional abilities are declared in ``capabilities``, never discovered by
-catching ``NotImplementedError``.
+catching ``NotImplementedError``; each has the small Protocol it adds to the backend (below
+:class:`Capability`), and :func:`ability` gives a backend typed as that Protocol when it declares
+the ability.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import enum
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, overload, runtime_checkable
 
+from x_tui.compute.log_pieces import LogPiece
 from x_tui.compute.store import RunHandle, new_run_id
 from x_tui.compute.worker.records import JsonValue, dumps_compact, write_atomic
 from x_tui.compute.worker.spec import JobSpec
 
 if TYPE_CHECKING:
-    from x_tui.compute.launches import RunLaunch
+    from typing import Unpack
+
+    from x_tui.compute.estimate import AcceleratorOffer
+    from x_tui.compute.extensions import JobExtensions, ResourceRequest
+    from x_tui.compute.launches import LaunchRecord, RunLaunch
+    from x_tui.compute.secrets import SecretValues
+    from x_tui.compute.worker.errors import UserError
 
 SPEC_NAME = "spec.json"
 """The file a staged run's spec is written to."""
@@ -151,6 +160,171 @@ def capabilities_of(backend: object) -> frozenset[Capability]:
     return frozenset(Capability(item) for item in declared)
 
 
+# What each optional ability adds to a backend ----------------------------------------------------
+
+
+class PlanHooks(TypedDict, total=False):
+    """The keywords ``plan`` takes beyond ``project``, each only where its ability is declared.
+
+    Attributes:
+        request: With ``Capability.REQUEST``: the accelerator alternatives and node counts.
+        extensions: With ``Capability.EXTENSIONS``: dependencies, secrets by name, retries.
+    """
+
+    request: ResourceRequest
+    extensions: JobExtensions
+
+
+class SubmitHooks(PlanHooks, total=False):
+    """The keywords ``submit`` takes beyond ``project``, each only where its ability is declared.
+
+    Attributes:
+        secrets: With ``Capability.EXTENSIONS``: the captured secret values, by name.
+        launch: With ``Capability.LAUNCH``: the shared submit path's record of the run.
+    """
+
+    secrets: SecretValues
+    launch: RunLaunch
+
+
+class Peeks(Protocol):
+    """``Capability.PEEK``: a file of the run's outputs read while it runs."""
+
+    def peek(self, handle: RunHandle, path: str) -> bytes | None:
+        """The bytes of ``path`` under the run's outputs; ``None`` when it does not exist (yet)."""
+        ...
+
+
+class KeepsFiles(Protocol):
+    """``Capability.LOCAL_FILES``: the run's log and outputs are files on this machine."""
+
+    def run_files(self, handle: RunHandle) -> RunFiles:
+        """Where the run's files are."""
+        ...
+
+
+class Plans(Protocol):
+    """``Capability.PLAN``: what ``submit`` would ask the provider for, submitting nothing."""
+
+    def plan(
+        self, spec: JobSpec, *, project: Path, **hooks: Unpack[PlanHooks]
+    ) -> Mapping[str, JsonValue]:
+        """The provider's request for ``spec``, as a record."""
+        ...
+
+
+class TakesHooks(Protocol):
+    """``Capability.REQUEST``, ``EXTENSIONS``, ``LAUNCH``: ``submit`` takes more keywords."""
+
+    def submit(self, spec: JobSpec, *, project: Path, **hooks: Unpack[SubmitHooks]) -> RunHandle:
+        """Start ``spec`` with the keywords of the abilities the backend declares."""
+        ...
+
+
+class Launches(TakesHooks, Protocol):
+    """``Capability.LAUNCH``: runs named by their launch, found again after a dead submitter."""
+
+    def adopt(self, record: LaunchRecord) -> RunHandle | str:
+        """The run ``record``'s launch started (its handle), or why there is none."""
+        ...
+
+
+class Offers(Protocol):
+    """``Capability.ACCELERATORS``: the accelerators the backend offers, and a check."""
+
+    def accelerators(self) -> list[AcceleratorOffer]:
+        """The kinds, counts per node and hourly prices the backend offers."""
+        ...
+
+    def check_offer(self, request: ResourceRequest) -> None:
+        """Raise ``ResourceError`` if the backend does not offer what ``request`` asks for."""
+        ...
+
+
+class Statuses(Protocol):
+    """``Capability.STATUSES``: many unfinished runs' states in one call to the provider."""
+
+    def statuses(self, handles: Sequence[RunHandle]) -> Mapping[str, RunState | UserError]:
+        """By run id: each run's state, or the error it could not be read with."""
+        ...
+
+
+class TearsDown(Protocol):
+    """``Capability.TEARDOWN``: what the run holds on the provider removed."""
+
+    def teardown(self, handle: RunHandle, *, force: bool = False) -> None:
+        """Remove the run's provider resources (refused without ``force`` where outputs live
+        only there)."""
+        ...
+
+
+class StreamsPieces(Protocol):
+    """``Capability.LOG_PIECES``: the log in bounded pieces, a line of any length in chunks."""
+
+    def log_pieces(self, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]:
+        """The worker's output as pieces; with ``follow``, until the run ends."""
+        ...
+
+
+@overload
+def ability(backend: object, wanted: Literal[Capability.PEEK]) -> Peeks | None: ...
+@overload
+def ability(backend: object, wanted: Literal[Capability.LOCAL_FILES]) -> KeepsFiles | None: ...
+@overload
+def ability(backend: object, wanted: Literal[Capability.PLAN]) -> Plans | None: ...
+@overload
+def ability(
+    backend: object, wanted: Literal[Capability.REQUEST, Capability.EXTENSIONS]
+) -> TakesHooks | None: ...
+@overload
+def ability(backend: object, wanted: Literal[Capability.LAUNCH]) -> Launches | None: ...
+@overload
+def ability(backend: object, wanted: Literal[Capability.ACCELERATORS]) -> Offers | None: ...
+@overload
+def ability(backend: object, wanted: Literal[Capability.STATUSES]) -> Statuses | None: ...
+@overload
+def ability(backend: object, wanted: Literal[Capability.TEARDOWN]) -> TearsDown | None: ...
+@overload
+def ability(backend: object, wanted: Literal[Capability.LOG_PIECES]) -> StreamsPieces | None: ...
+def ability(backend: object, wanted: Capability) -> object | None:
+    """``backend`` typed as the Protocol of the ability ``wanted``, or ``None`` when it does not
+    declare that ability in its ``capabilities``.
+
+    The declaration is the backend's promise: its methods are not inspected.
+    """
+    return backend if wanted in capabilities_of(backend) else None
+
+
+def submit_with(
+    backend: ComputeBackend, spec: JobSpec, *, project: Path, hooks: SubmitHooks
+) -> RunHandle:
+    """``backend.submit`` with ``hooks``, each of which its abilities must declare.
+
+    Raises:
+        ValueError: If a hook is given that the backend does not declare (a caller's bug).
+    """
+    if not hooks:
+        return backend.submit(spec, project=project)
+    declared = capabilities_of(backend)
+    needs = {
+        "request": Capability.REQUEST,
+        "extensions": Capability.EXTENSIONS,
+        "secrets": Capability.EXTENSIONS,
+        "launch": Capability.LAUNCH,
+    }
+    undeclared = sorted(key for key in hooks if needs[key] not in declared)
+    if undeclared:
+        raise ValueError(f"{backend.name} does not declare the abilities of {undeclared}")
+    hooked = (
+        ability(backend, Capability.LAUNCH)
+        or ability(backend, Capability.EXTENSIONS)
+        or ability(backend, Capability.REQUEST)
+    )
+    if hooked is None:  # unreachable: each hook given names a declared ability
+        raise ValueError(f"{backend.name} declares no ability that takes {sorted(hooks)}")
+    return hooked.submit(spec, project=project, **hooks)
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class NewRun:
     """A run being submitted: its id, its job and its project, until the provider names it.
@@ -239,3 +413,21 @@ def stage_run(runs: Path, run: NewRun) -> Path:
     run.step("run directory made")
     write_atomic(run_dir / SPEC_NAME, dumps_compact(run.spec), step=run.step)
     return run_dir
+
+
+def pieces_of(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]:
+    """A run's log as pieces, from any backend.
+
+    Args:
+        backend: The run's backend.
+        handle: The run.
+        follow: Keep reading until the run ends.
+
+    Returns:
+        The pieces: streamed in bounded chunks by a backend with ``Capability.LOG_PIECES``, one
+        whole line each otherwise.
+    """
+    streamer = ability(backend, Capability.LOG_PIECES)
+    if streamer is not None:
+        return streamer.log_pieces(handle, follow=follow)
+    return (LogPiece(line, True) for line in backend.logs(handle, follow=follow))

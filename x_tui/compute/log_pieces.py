@@ -8,18 +8,15 @@ and whether the line ends there. Each piece is at most one chunk long, each byte
 constant number of times, and UTF-8 is decoded across chunk boundaries as it would be whole.
 
 A backend that reads its log this way declares ``Capability.LOG_PIECES`` and has
-``log_pieces(handle, follow=...)``; :func:`pieces_of` gives the pieces of any backend, a whole
-line per piece for one that only has ``logs``.
+``log_pieces(handle, follow=...)``; :func:`x_tui.compute.backend.pieces_of` gives the pieces of
+any backend, a whole line per piece for one that only has ``logs``.
 """
 
 from __future__ import annotations
 
 import codecs
 from collections.abc import Iterable, Iterator
-from typing import NamedTuple, Protocol, cast
-
-from x_tui.compute.backend import Capability, ComputeBackend, capabilities_of
-from x_tui.compute.store import RunHandle
+from typing import NamedTuple
 
 _NEWLINE = 0x0A
 _CARRIAGE_RETURN = b"\r"
@@ -35,10 +32,6 @@ class LogPiece(NamedTuple):
 
     text: str
     ends_line: bool
-
-
-class _HasPieces(Protocol):
-    def log_pieces(self, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]: ...
 
 
 class LineSplitter:
@@ -120,20 +113,3 @@ def lines_of(pieces: Iterable[LogPiece]) -> Iterator[str]:
             parts.clear()
         else:
             yield text
-
-
-def pieces_of(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> Iterator[LogPiece]:
-    """A run's log as pieces, from any backend.
-
-    Args:
-        backend: The run's backend.
-        handle: The run.
-        follow: Keep reading until the run ends.
-
-    Returns:
-        The pieces: streamed in bounded chunks by a backend with ``Capability.LOG_PIECES``, one
-        whole line each otherwise.
-    """
-    if Capability.LOG_PIECES in capabilities_of(backend):
-        return cast(_HasPieces, backend).log_pieces(handle, follow=follow)
-    return (LogPiece(line, True) for line in backend.logs(handle, follow=follow))

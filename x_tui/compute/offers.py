@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol, cast
+from typing import TYPE_CHECKING
 
 from x_tui.compute.worker.errors import UserError
 from x_tui.compute.worker.records import JsonValue
@@ -24,18 +24,6 @@ if TYPE_CHECKING:
     from x_tui.compute.estimate import AcceleratorOffer, CostEstimate
     from x_tui.compute.extensions import ResourceRequest
     from x_tui.compute.prices import PriceTable
-
-
-class Offering(Protocol):
-    """A backend that declares ``Capability.ACCELERATORS``."""
-
-    def accelerators(self) -> list[AcceleratorOffer]:
-        """The kinds, counts per node and hourly prices the backend offers."""
-        ...
-
-    def check_offer(self, request: ResourceRequest) -> None:
-        """Raise ``ResourceError`` if the backend does not offer what ``request`` asks for."""
-        ...
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -102,13 +90,14 @@ def offers_of(built: object, name: str, *, problem: str | None = None) -> Backen
     Returns:
         The offers.
     """
-    from x_tui.compute.backend import Capability, capabilities_of
+    from x_tui.compute.backend import Capability, ability
     from x_tui.compute.prices import table_for
 
     table = table_for(name)
-    if built is not None and Capability.ACCELERATORS in capabilities_of(built):
+    offering = ability(built, Capability.ACCELERATORS)
+    if offering is not None:
         try:
-            offers = tuple(cast(Offering, built).accelerators())
+            offers = tuple(offering.accelerators())
         except (UserError, OSError) as error:
             problem = f"the {name} backend could not list its accelerators: {error}"
         else:
@@ -142,14 +131,15 @@ def check_backend_offer(built: object, name: str, request: ResourceRequest | Non
         ResourceError: If the backend's ``check_offer`` refuses it, or, for a backend that
             declares no offers, its dated price table does not list it.
     """
-    from x_tui.compute.backend import Capability, capabilities_of
+    from x_tui.compute.backend import Capability, ability
     from x_tui.compute.estimate import check_offer
     from x_tui.compute.prices import table_for
 
     if request is None or request.accelerator is None:
         return
-    if Capability.ACCELERATORS in capabilities_of(built):
-        cast(Offering, built).check_offer(request)
+    offering = ability(built, Capability.ACCELERATORS)
+    if offering is not None:
+        offering.check_offer(request)
         return
     table = table_for(name)
     if table is not None:

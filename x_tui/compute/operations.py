@@ -29,7 +29,7 @@ import shutil
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, cast
+from typing import TYPE_CHECKING
 
 from x_tui.compute.extensions import JobExtensions
 from x_tui.compute.guard_book import GuardBook
@@ -45,7 +45,7 @@ from x_tui.compute.worker.records import JsonValue
 from x_tui.compute.worker.spec import JobSpec
 
 if TYPE_CHECKING:
-    from x_tui.compute.backend import ComputeBackend
+    from x_tui.compute.backend import Capability, ComputeBackend, PlanHooks, SubmitHooks
     from x_tui.compute.config import ComputeConfig
     from x_tui.compute.estimate import CostEstimate
     from x_tui.compute.extensions import ResourceRequest
@@ -53,18 +53,6 @@ if TYPE_CHECKING:
 
 
 PYPROJECT = "pyproject.toml"
-
-
-class _Planner(Protocol):
-    def plan(self, spec: JobSpec, *, project: Path, **hooks: Any) -> Mapping[str, JsonValue]: ...
-
-
-class _Submitter(Protocol):
-    def submit(self, spec: JobSpec, *, project: Path, **hooks: Any) -> RunHandle: ...
-
-
-class _Adopter(Protocol):
-    def adopt(self, record: LaunchRecord) -> RunHandle | str: ...
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -237,7 +225,7 @@ def plan_run(
         UnknownBackendError: If no such backend is registered.
         BackendUnavailableError: If the backend's module cannot be imported.
     """
-    from x_tui.compute.backend import Capability, capabilities_of
+    from x_tui.compute.backend import Capability, ability, capabilities_of
     from x_tui.compute.config import resolve_request
 
     root, config = _require_config(project)
@@ -264,9 +252,10 @@ def plan_run(
         )
     check_backend_offer(built, name, resolved.request)
     request: Mapping[str, JsonValue] | None = None
-    if Capability.PLAN in capabilities:
-        planner = cast(_Planner, built)
-        hooks = _hooks(capabilities, resolved.request, extensions)
+    planner = ability(built, Capability.PLAN)
+    if planner is not None:
+        hooks: PlanHooks = {}
+        _add_hooks(hooks, capabilities, resolved.request, extensions)
         request = planner.plan(spec, project=root, **hooks)
     return RunPlan(
         project=root,
@@ -282,20 +271,19 @@ def plan_run(
     )
 
 
-def _hooks(
-    capabilities: frozenset[Any],
+def _add_hooks(
+    hooks: PlanHooks,
+    capabilities: frozenset[Capability],
     request: ResourceRequest | None,
     extensions: JobExtensions,
-) -> dict[str, Any]:
-    """The keywords a backend's ``plan`` and ``submit`` take, by what it declares."""
+) -> None:
+    """Add the keywords a backend's ``plan`` and ``submit`` both take, by what it declares."""
     from x_tui.compute.backend import Capability
 
-    hooks: dict[str, Any] = {}
     if Capability.REQUEST in capabilities and request is not None:
         hooks["request"] = request
     if Capability.EXTENSIONS in capabilities:
         hooks["extensions"] = extensions
-    return hooks
 
 
 def submit_run(
@@ -330,7 +318,7 @@ def submit_run(
             written (read-only store, full disk); nothing runs then.
         UserError: If the backend refuses the run (its message says why).
     """
-    from x_tui.compute.backend import Capability, capabilities_of
+    from x_tui.compute.backend import Capability, capabilities_of, submit_with
     from x_tui.compute.launches import LaunchBook, RunLaunch, fault_point, probe_writable
     from x_tui.compute.secrets import capture
 
@@ -342,7 +330,8 @@ def submit_run(
             f"job '{plan.spec.name}' declares {', '.join(plan.extensions.declared)}, which the"
             f" {plan.backend} backend cannot give"
         )
-    hooks = _hooks(capabilities, plan.request, plan.extensions)
+    hooks: SubmitHooks = {}
+    _add_hooks(hooks, capabilities, plan.request, plan.extensions)
     if Capability.EXTENSIONS in capabilities:
         hooks["secrets"] = values
     fault_point("backend built")
@@ -361,7 +350,7 @@ def submit_run(
     if Capability.LAUNCH in capabilities:
         hooks["launch"] = launch
     try:
-        handle = cast(_Submitter, built).submit(plan.spec, project=plan.project, **hooks)
+        handle = submit_with(built, plan.spec, project=plan.project, hooks=hooks)
     except BaseException as error:
         _abandon(store, built, launch)
         with contextlib.suppress(OSError):
@@ -455,10 +444,13 @@ def _forget_launch(book: LaunchBook, run_id: str) -> None:
 
 def _abandon(store: RunStore, backend: ComputeBackend, launch: RunLaunch) -> None:
     """The backend failed the run: leave nothing behind, or keep what may run as a run."""
-    if launch.record.details:
+    from x_tui.compute.backend import Capability, ability
+
+    adopter = ability(backend, Capability.LAUNCH)
+    if launch.record.details and adopter is not None:
         # The provider may have the run (a launch sent, then an error): keep it as a run, whose
         # state its backend reads; if that fails, the launch record stays for the next reader.
-        answer = cast(_Adopter, backend).adopt(launch.record)
+        answer = adopter.adopt(launch.record)
         if not isinstance(answer, str):
             with contextlib.suppress(OSError):
                 store.save(answer)
@@ -529,7 +521,7 @@ def read_launches(store: RunStore | None = None) -> StoredLaunches:
 
 
 def _resolve_launch(store: RunStore, book: LaunchBook, record: LaunchRecord) -> LaunchRecord | None:
-    from x_tui.compute.backend import Capability, capabilities_of
+    from x_tui.compute.backend import Capability, ability
     from x_tui.compute.launches import FAILED
 
     if store.path_of(record.run_id).exists():
@@ -545,13 +537,14 @@ def _resolve_launch(store: RunStore, book: LaunchBook, record: LaunchRecord) -> 
         return book.mark_failed(
             record, f"the submitting process died; its backend cannot be rebuilt here: {error}"
         )
-    if Capability.LAUNCH not in capabilities_of(backend):
+    adopter = ability(backend, Capability.LAUNCH)
+    if adopter is None:
         return book.mark_failed(
             record,
             f"the submitting process died before the run's handle was saved; the"
             f" {record.backend} backend cannot tell whether the run started",
         )
-    answer = cast(_Adopter, backend).adopt(record)
+    answer = adopter.adopt(record)
     if isinstance(answer, str):
         return book.mark_failed(record, answer)
     try:

@@ -16,14 +16,12 @@ import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol, cast
 
 from x_tui.compute.backend import (
     Capability,
     ComputeBackend,
-    RunFiles,
     RunState,
-    capabilities_of,
+    ability,
 )
 from x_tui.compute.store import RunHandle, RunStore, backend_state_dir
 from x_tui.compute.worker.errors import UserError
@@ -38,10 +36,6 @@ class RunStillGoingError(UserError, RuntimeError):
 
 class UnexpectedRunDirError(UserError, RuntimeError):
     """The handle names a run directory that is not the one its backend keeps for the run."""
-
-
-class _LocalFiles(Protocol):
-    def run_files(self, handle: RunHandle) -> RunFiles: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,8 +98,9 @@ def plan_removal(
         backend_state_dir(state_dir if isinstance(state_dir, str) else None, handle.backend)
         / handle.run_id
     )
-    if Capability.LOCAL_FILES in capabilities_of(backend):
-        candidate = cast(_LocalFiles, backend).run_files(handle).worker_log.parent
+    keeper = ability(backend, Capability.LOCAL_FILES)
+    if keeper is not None:
+        candidate = keeper.run_files(handle).worker_log.parent
         if candidate.is_symlink() or candidate.resolve() != expected.resolve():
             raise UnexpectedRunDirError(
                 f"{handle.run_id}: its record names {candidate} as its directory, not {expected};"

@@ -91,6 +91,8 @@ class SkyPilotBackend:
         )
         self.runs = backend_state_dir(self.settings.state_dir, NAME)
         self._ssh_configs: dict[str, Path] = {}
+        self._launching: set[str] = set()
+        """The runs whose launch the last poll found still going (their job has not started)."""
         self.transport: Transport
         if self.settings.bucket is not None:
             self.transport = BucketTransport(
@@ -507,7 +509,9 @@ class SkyPilotBackend:
                 entry.get("launch"), records, request_id=request_id_of(handle, records)
             )
         if launch.state == "launching":
+            self._launching.add(handle.run_id)
             return RunState.PENDING
+        self._launching.discard(handle.run_id)
         if launch.state == "failed":
             records.record_final(RunState.FAILED, seen="launch")
             return RunState.FAILED
@@ -620,12 +624,20 @@ class SkyPilotBackend:
             path: The file, relative to the run's outputs.
 
         Returns:
-            Its bytes, or ``None`` when it is not there (yet).
+            Its bytes, or ``None`` when it is not there (yet). A run whose launch the last
+            poll found still going, and whose files record no launch since, is not read at
+            all: its job has not started, so nothing of its outputs exists yet, and the read
+            would cost a request (or, where SkyPilot's environment lacks the bucket's SDK, a
+            cloud command line) per file for nothing.
 
         Raises:
             ValueError: If ``path`` leads outside the run's outputs.
             ProviderError: If the outputs cannot be read.
         """
+        if handle.run_id in self._launching:
+            if self._records(handle).known_launch() is None:
+                return None
+            self._launching.discard(handle.run_id)  # its launch was recorded since (its log)
         return self.transport.peek(handle, path)
 
     def fetch(self, handle: RunHandle, destination: Path) -> Path:

@@ -234,12 +234,65 @@ def _request(request_id: str | None, cluster: str) -> Any:
     return found[-1] if found else None
 
 
+_LOCAL_STATE: list[bool] = []
+"""Whether SkyPilot's cluster table can be read here (decided once per process)."""
+
+
+def _local_state() -> Any:
+    """SkyPilot's own cluster table, when its API server is this machine's; else ``None``.
+
+    A local API server (what ``sky`` starts by itself) keeps its clusters in a database under
+    this user's ``~/.sky``, which SkyPilot's own ``sky.global_user_state`` reads: the ``status``
+    request's executor does just that, after its own process, log file and request-record
+    round trips (a fifth of a second of CPU each). A remote API server's table is not here.
+    """
+    try:
+        if not _LOCAL_STATE:
+            server_common = importlib.import_module("sky.server.common")
+            _LOCAL_STATE.append(bool(server_common.is_api_server_local()))
+        if _LOCAL_STATE[0]:
+            return importlib.import_module("sky.global_user_state")
+    except Exception:  # a SkyPilot without them, or a server setting it cannot read: ask it
+        _LOCAL_STATE[:] = [False]
+    return None
+
+
+def _existing_clusters(names: list[str]) -> dict[str, str]:
+    """Which of the clusters ``names`` SkyPilot has, with the name of each one's ``ClusterStatus``
+    (starting its local API server if needed).
+
+    Read from SkyPilot's own cluster table where it is this machine's (:func:`_local_state`),
+    once the API server answers (it made and migrated the table); else one ``status`` request.
+    """
+    sky = _sky()
+    user_state = _local_state()
+    if user_state is not None:
+        try:
+            server_common = importlib.import_module("sky.server.common")
+            server_common.check_server_healthy_or_start_fn()
+            return _cluster_statuses(user_state.get_clusters(cluster_names=names))
+        except Exception:  # its table could not be read here after all: ask the API server
+            _LOCAL_STATE[:] = [False]
+    return _cluster_statuses(sky.get(sky.status(cluster_names=names)))
+
+
+def _cluster_statuses(records: Any) -> dict[str, str]:
+    """Cluster name to its status's name (``UP``, ``INIT``, ``STOPPED``), from SkyPilot's rows."""
+    existing: dict[str, str] = {}
+    for record in records:
+        try:
+            status = record["status"]
+        except (KeyError, TypeError):
+            status = None
+        existing[str(record["name"])] = str(getattr(status, "value", status))
+    return existing
+
+
 def op_launch_state(args: dict[str, Any]) -> dict[str, Any]:
     """Where a launch is, from SkyPilot's request records (starting its API server if needed)."""
-    sky = _sky()
     cluster = args["cluster"]
-    clusters = sky.get(sky.status(cluster_names=[cluster]))  # also starts a local API server
-    return _launch_answer(_request(args.get("request_id"), cluster), exists=bool(clusters))
+    exists = cluster in _existing_clusters([cluster])
+    return _launch_answer(_request(args.get("request_id"), cluster), exists=exists)
 
 
 def _launch_answer(payload: Any, *, exists: bool) -> dict[str, Any]:
@@ -278,8 +331,9 @@ def op_poll(args: dict[str, Any]) -> dict[str, Any]:
     ``args["runs"]`` lists ``{"cluster", "request_id", "launched"}``: the launch of a run not
     known to be ``launched`` is looked up as :func:`op_launch_state` does (one request-record
     lookup for all the known request ids); the queue of each launched run's cluster is read if
-    the cluster exists. One ``status`` request names the clusters that exist; the queue requests
-    are all sent before any is waited for, so SkyPilot's API server answers them together.
+    the cluster exists. One read of SkyPilot's cluster table (or one ``status`` request, see
+    :func:`_existing_clusters`) names the clusters that exist; the queue requests are all sent
+    before any is waited for, so SkyPilot's API server answers them together.
 
     Returns:
         By cluster: ``launch`` (the :func:`op_launch_state` answer, or ``None`` when it was
@@ -291,14 +345,7 @@ def op_poll(args: dict[str, Any]) -> dict[str, Any]:
     sky = _sky()
     runs = [run for run in args.get("runs") or [] if isinstance(run, dict)]
     names = sorted({str(run["cluster"]) for run in runs})
-    existing: dict[str, str] = {}
-    if names:
-        for record in sky.get(sky.status(cluster_names=names)):
-            try:
-                status = record["status"]
-            except (KeyError, TypeError):
-                status = None
-            existing[str(record["name"])] = str(getattr(status, "value", status))
+    existing = _existing_clusters(names) if names else {}
     wanted = [
         str(run["request_id"]) for run in runs if run.get("request_id") and not run.get("launched")
     ]

@@ -13,7 +13,9 @@
 - switches a test writes: ``clouds.json`` (the enabled clouds, ``["Fake"]`` by default),
   ``hold-launch`` (provisioning waits while it exists), ``hold-request-id`` (``sky.launch`` waits
   before it returns the request id while it exists), ``fail-provision``, ``fail-cancel`` and
-  ``fail-down`` (that step fails with the file's text as SkyPilot's message).
+  ``fail-down`` (that step fails with the file's text as SkyPilot's message), and
+  ``remote-api-server`` (the API server is not this machine's: ``sky.server.common`` says so);
+- ``cluster-table-reads``: one line per read of ``sky.global_user_state``'s cluster table.
 
 Every write is atomic (a partial file, then a rename), so the client and the runner processes
 read and write without locks.

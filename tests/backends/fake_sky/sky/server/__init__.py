@@ -1,0 +1,1 @@
+"""The fake ``sky.server``."""

@@ -400,9 +400,9 @@ def test_the_real_api_server_answers_the_bridges_launch_and_queue_questions(
     ]
     unknown = {"state": "unknown", "request_id": None, "cluster_exists": False}
     assert bridge.call("poll", {"runs": runs}, what="polling") == {
-        "sx-none": {"launch": unknown, "queue": None, "error": None},
-        "sx-gone": {"launch": unknown, "queue": None, "error": None},
-        "sx-done": {"launch": None, "queue": None, "error": None},
+        "sx-none": {"launch": unknown, "queue": None, "error": None, "cluster_status": None},
+        "sx-gone": {"launch": unknown, "queue": None, "error": None, "cluster_status": None},
+        "sx-done": {"launch": None, "queue": None, "error": None, "cluster_status": None},
     }
     assert len(bridge_pids()) == 1  # every answer came from one interpreter
 

@@ -18,14 +18,14 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from rich.text import Text
 from textual import work
 from textual.app import ComposeResult, SuspendNotSupported
 from textual.binding import Binding
 from textual.message import Message
-from textual.reactive import reactive
+from textual.reactive import reactive, var
 from textual.timer import Timer
 from textual.widget import Widget
-from textual.widgets import Static
 
 from x_tui.compute.logindex import IndexChange, LogIndex
 from x_tui.compute.logindex_search import SearchQuery
@@ -39,7 +39,7 @@ from x_tui.widgets._log_export import (
 )
 from x_tui.widgets._log_finder import Finder
 from x_tui.widgets._log_lines import LogLines
-from x_tui.widgets._log_status import status_text
+from x_tui.widgets._log_status import FilterCount, LogStatus, SearchCount, status_state
 from x_tui.widgets._log_times import open_stamps
 from x_tui.widgets.safe_text import safe_text
 
@@ -127,6 +127,28 @@ class LogView(Widget):
 
     low_bandwidth: reactive[bool] = reactive(False)
     """Poll and redraw for appends every 500 ms instead of every 50 ms (slow SSH links)."""
+
+    # What the status line shows: bound to its same-named reactives with ``data_bind``.
+    shown: var[bool] = var(False)
+    """Whether a log is shown."""
+    following_end: var[bool] = var(True)
+    """Whether the view sticks to the end (the status line's ``following``)."""
+    new_lines: var[int] = var(0)
+    """Lines added while paused."""
+    flash: var[Text | None] = var[Text | None](None)
+    """The answer to the last key, if any."""
+    search: var[SearchCount | None] = var[SearchCount | None](None)
+    """The search and its count, if any."""
+    filter: var[FilterCount | None] = var[FilterCount | None](None)
+    """The filter and its count, if any."""
+    looking_for_errors: var[bool] = var(False)
+    """Whether an error jump waits for the error search."""
+    indexing: var[float | None] = var[float | None](None)
+    """How far indexing has got, while it has not finished."""
+    wrap: var[bool] = var(False)
+    """Whether long lines are wrapped."""
+    removed: var[int] = var(0)
+    """Control sequences removed from the lines shown so far."""
 
     class FollowChanged(Message):
         """The view started or stopped following the end of the file."""
@@ -241,7 +263,18 @@ class LogView(Widget):
         lines.wrap = self._initial_wrap
         yield lines
         yield SearchBar()
-        yield Static(classes="log-view--status")
+        yield LogStatus(classes="log-view--status").data_bind(
+            LogView.shown,
+            LogView.new_lines,
+            LogView.flash,
+            LogView.search,
+            LogView.filter,
+            LogView.looking_for_errors,
+            LogView.indexing,
+            LogView.wrap,
+            LogView.removed,
+            following=LogView.following_end,
+        )
 
     def on_mount(self) -> None:
         """Open the file given at construction and start polling."""
@@ -658,5 +691,14 @@ class LogView(Widget):
     def _update_status(self) -> None:
         if not self.children:
             return
-        text = status_text(self._index, self.lines_view, self._finder)
-        self.query_one(".log-view--status", Static).update(text)
+        state = status_state(self._index, self.lines_view, self._finder)
+        self.shown = state.shown
+        self.following_end = state.following
+        self.new_lines = state.new_lines
+        self.flash = state.flash
+        self.search = state.search
+        self.filter = state.filter
+        self.looking_for_errors = state.looking_for_errors
+        self.indexing = state.indexing
+        self.wrap = state.wrap
+        self.removed = state.removed

@@ -526,3 +526,32 @@ async def test_the_search_bar_s_labels_follow_its_mode_and_toggles(search_log: P
         await pilot.pause()
         assert "save to" in shown()
         assert "enter saves, escape gives up" in shown()
+
+
+@asynchronous
+async def test_status_line_follows_the_lines_state_whoever_changes_it(search_log: Path) -> None:
+    app = LogApp(search_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        lines = view_of(app).query_one(LogLines)
+        lines.set_following(False)  # not a key: the status line still tells
+        await wait_for(pilot, lambda: "paused" in status(app), "the pause shown")
+        lines.wrap = True
+        await wait_for(pilot, lambda: "wrap" in status(app), "wrap shown")
+        await pilot.press("n")  # no search yet: the key's answer is a note
+        await wait_for(pilot, lambda: "no search: press / first" in status(app), "the note")
+        await pilot.press("slash", *"needle", "enter")
+        await wait_for(pilot, lambda: "/20" in status(app), "the match counter")
+        lines.current = 13  # the second match, made current by hand
+        await wait_for(pilot, lambda: "2/20" in status(app), "the rank of the current line")
+
+
+@asynchronous
+async def test_status_line_says_no_log_until_a_file_is_opened(search_log: Path) -> None:
+    app = LogApp(None)
+    async with app.run_test(size=SIZE) as pilot:
+        await pilot.pause()
+        assert status(app) == "no log"
+        view_of(app).open(search_log)
+        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        assert status(app) == "● following"

@@ -2,7 +2,8 @@
 
 A :class:`Finder` owns three background searches over the view's index (the user's search, the
 filter, and the errors) and the filtered rows, and moves the view's lines to matches. It is the
-state behind those keys; the view owns the keys, the file and the status line.
+state behind those keys; the view owns the keys, the file and the status line, and is told
+(``changed``) after every change of what that line shows from here.
 """
 
 from __future__ import annotations
@@ -47,14 +48,23 @@ class Finder:
         """Errors and tracebacks (``e``, ``E``), searched on first use."""
         self.rows = FilterRows(DEFAULT_CONTEXT)
         """Rows shown while filtering."""
-        self.flash: Text | None = None
-        """A short note for the status line (cleared by the next key)."""
+        self._flash: Text | None = None
         self.looking_for_errors = False
         """Whether an error jump waits for the search to get there."""
         self._index: LogIndex | None = None
         self._filter_seen = 0
         self._search_jump = False
         self._error_step = 0
+
+    @property
+    def flash(self) -> Text | None:
+        """A short note for the status line (cleared by the next key)."""
+        return self._flash
+
+    @flash.setter
+    def flash(self, note: Text | None) -> None:
+        self._flash = note
+        self._changed()
 
     # -- the file -----------------------------------------------------------------------------
 
@@ -68,7 +78,8 @@ class Finder:
         self._search_jump = False
         self._error_step = 0
         self.looking_for_errors = False
-        self.flash = None
+        self._flash = None
+        self._changed()
 
     def renumbered(self) -> None:
         """Line numbers changed (a reset, or the lines before the tail became known)."""
@@ -107,6 +118,7 @@ class Finder:
             lines.pattern = self.search.pattern
             self._search_jump = True
         lines.restyle()
+        self._changed()
 
     def step_match(self, step: int) -> None:
         """Show the next (``1``) or previous (``-1``) match, wrapping around."""
@@ -120,6 +132,7 @@ class Finder:
             self.flash = Text("search wrapped", style="yellow")
         if target is not None:
             self._show(target)
+        self._changed()
 
     def _search_updated(self, search: LineSearch) -> None:
         if self._search_jump:
@@ -159,6 +172,7 @@ class Finder:
         lines.restyle()
         lines.update_size()
         lines.set_following(True)
+        self._changed()
 
     def change_context(self, step: int) -> None:
         """Show ``step`` more (or fewer) lines around each filtered match."""
@@ -172,6 +186,7 @@ class Finder:
             lines.update_size()
             if lines.current is not None and not lines.following:
                 lines.show_line(lines.current)
+        self._changed()
 
     def _show_rows(self, *, keep_matches: bool) -> None:
         """Rebuild the filtered rows from the matches found so far (or from none)."""
@@ -210,6 +225,7 @@ class Finder:
             self.errors.start(self._index, ERROR_QUERY)
         self._error_step = step
         self._resolve_error_jump()
+        self._changed()
 
     def _resolve_error_jump(self) -> None:
         step = self._error_step

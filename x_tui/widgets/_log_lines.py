@@ -10,6 +10,9 @@ from the bottom so the last line is always on screen (``_log_layout``).
 
 Following: the view sticks to the end while ``following``; any scroll up pauses it by itself and
 new lines are counted instead; scrolling back down to the end resumes it.
+
+``following``, ``new_lines``, ``wrap`` and ``current`` are reactives (``var``, no redraw of their
+own): the log view watches them for its status line.
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ from textual.actions import SkipAction
 from textual.cache import LRUCache
 from textual.geometry import Size
 from textual.message import Message
+from textual.reactive import var
 from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
@@ -60,6 +64,15 @@ class LogLines(ScrollView, can_focus=True):
     }
     """
 
+    current: var[int | None] = var[int | None](None)
+    """Line number shown as the current line (the last match or error jumped to)."""
+    wrap: var[bool] = var(False)
+    """Whether long lines are wrapped."""
+    following: var[bool] = var(True)
+    """Whether the view sticks to the end as lines are added."""
+    new_lines: var[int] = var(0)
+    """Lines added while not following."""
+
     class FollowMoved(Message):
         """Following started or stopped (by a scroll, a jump or :meth:`set_following`)."""
 
@@ -91,14 +104,7 @@ class LogLines(ScrollView, can_focus=True):
         """Matching line numbers, marked in the gutter of a filtered view."""
         self.pattern: re.Pattern[str] | None = None
         """Search pattern highlighted in lines."""
-        self.current: int | None = None
-        """Line number shown as the current line (the last match or error jumped to)."""
-        self.wrap = False
-        """Whether long lines are wrapped."""
-        self.following = following
-        """Whether the view sticks to the end as lines are added."""
-        self.new_lines = 0
-        """Lines added while not following."""
+        self.set_reactive(LogLines.following, following)
         self.stamps: LineStamps | None = None
         """Receive times shown before each line (``t``), or ``None`` when hidden."""
         self._removed_reported = True

@@ -2,7 +2,8 @@
 
 Every value the line shows is a reactive of :class:`LogStatus`, bound with ``data_bind`` to the
 same-named reactive of the log view, so the line redraws itself when one changes and nothing
-updates it by hand. :func:`status_state` reads those values from the view's parts.
+updates it by hand. :func:`search_count` and :func:`filter_count` give the view's values for the
+search and the filter.
 
 Built as ``rich.text.Text``; the user's query is shown through ``safe_text`` like any other text.
 """
@@ -15,9 +16,7 @@ from rich.text import Text
 from textual.reactive import reactive
 from textual.widgets import Static
 
-from x_tui.compute.logindex import LogIndex
 from x_tui.widgets._log_finder import Finder
-from x_tui.widgets._log_lines import LogLines
 from x_tui.widgets.safe_text import safe_text
 
 
@@ -55,69 +54,36 @@ class FilterCount:
     running: bool
 
 
-@dataclass(frozen=True, slots=True)
-class StatusState:
-    """Every value the status line shows, as the view's parts hold them now.
-
-    Attributes:
-        shown: Whether a log is shown.
-        following: Whether the view sticks to the end.
-        new_lines: Lines added while paused.
-        flash: The answer to the last key, if any.
-        search: The search and its count, if any.
-        filter: The filter and its count, if any.
-        looking_for_errors: Whether an error jump waits for the error search.
-        indexing: How far indexing the file has got, while it has not finished.
-        wrap: Whether long lines are wrapped.
-        removed: Control sequences removed from the lines shown so far.
-    """
-
-    shown: bool
-    following: bool
-    new_lines: int
-    flash: Text | None
-    search: SearchCount | None
-    filter: FilterCount | None
-    looking_for_errors: bool
-    indexing: float | None
-    wrap: bool
-    removed: int
-
-
-def status_state(index: LogIndex | None, lines: LogLines, finder: Finder) -> StatusState:
-    """Read what the status line shows from the view's parts.
+def search_count(finder: Finder, current: int | None) -> SearchCount | None:
+    """What the status line says of the search, if there is one.
 
     Args:
-        index: The index of the file shown, if any.
-        lines: The view's lines (follow state, new lines, wrap, removed sequences).
+        finder: The view's search, filter and error state.
+        current: The view's current line, if any (its rank among the matches is shown).
+
+    Returns:
+        The count, or ``None`` without a search.
+    """
+    search = finder.search
+    if search.query is None:
+        return None
+    rank = search.position(current) if current is not None else 0
+    return SearchCount(search.query.text, rank, len(search.lines), search.running)
+
+
+def filter_count(finder: Finder) -> FilterCount | None:
+    """What the status line says of the filter, if there is one.
+
+    Args:
         finder: The view's search, filter and error state.
 
     Returns:
-        The values, for the view's reactives.
+        The count, or ``None`` without a filter.
     """
-    search = finder.search
-    search_count = None
-    if search.query is not None:
-        rank = search.position(lines.current) if lines.current is not None else 0
-        search_count = SearchCount(search.query.text, rank, len(search.lines), search.running)
     found = finder.filter
-    filter_count = None
-    if found.query is not None:
-        filter_count = FilterCount(
-            found.query.text, len(found.lines), finder.rows.context, found.running
-        )
-    return StatusState(
-        shown=index is not None,
-        following=lines.following,
-        new_lines=lines.new_lines,
-        flash=finder.flash,
-        search=search_count,
-        filter=filter_count,
-        looking_for_errors=finder.looking_for_errors,
-        indexing=index.progress if index is not None and not index.complete else None,
-        wrap=lines.wrap,
-        removed=lines.removed,
-    )
+    if found.query is None:
+        return None
+    return FilterCount(found.query.text, len(found.lines), finder.rows.context, found.running)
 
 
 class LogStatus(Static):

@@ -39,7 +39,13 @@ from x_tui.widgets._log_export import (
 )
 from x_tui.widgets._log_finder import Finder
 from x_tui.widgets._log_lines import LogLines
-from x_tui.widgets._log_status import FilterCount, LogStatus, SearchCount, status_state
+from x_tui.widgets._log_status import (
+    FilterCount,
+    LogStatus,
+    SearchCount,
+    filter_count,
+    search_count,
+)
 from x_tui.widgets._log_times import open_stamps
 from x_tui.widgets.safe_text import safe_text
 
@@ -252,7 +258,7 @@ class LogView(Widget):
         self.set_reactive(LogView.low_bandwidth, low_bandwidth)
         self._index: LogIndex | None = None
         self._timer: Timer | None = None
-        self._finder = Finder(self, lambda: self.lines_view, self._update_status)
+        self._finder = Finder(self, lambda: self.lines_view, self._finder_changed)
         self._pending_place: LogPlace | None = None
         self._place_tries = 0
         self._place_armed = False
@@ -277,7 +283,11 @@ class LogView(Widget):
         )
 
     def on_mount(self) -> None:
-        """Open the file given at construction and start polling."""
+        """Watch the lines' state for the status line, open the file given, start polling."""
+        lines = self.lines_view
+        for name in ("following", "new_lines", "wrap", "current"):
+            self.watch(lines, name, self._lines_changed, init=False)
+        self._lines_changed()
         self._start_timer()
         self.open(self._path)
 
@@ -348,7 +358,9 @@ class LogView(Widget):
         lines = self.lines_view
         lines.pattern = None
         lines.reset(self._index)
-        self._update_status()
+        self.shown = self._index is not None
+        self.indexing = _indexing(self._index)
+        self.removed = lines.removed
 
     # -- where the reader is (kept across sessions) ------------------------------------------
 
@@ -381,7 +393,6 @@ class LogView(Widget):
         if self.children:
             # After the scroll to the end that opening the file queued for its next refresh.
             self.lines_view.call_after_refresh(self._arm_place)
-        self._update_status()
 
     def _arm_place(self) -> None:
         self._place_armed = True
@@ -438,12 +449,10 @@ class LogView(Widget):
             change = index.refresh()
         except OSError as error:  # the file became unreadable: say so, keep what is shown
             self._finder.flash = safe_text(f"cannot read the log: {error}", "red")
-            self._update_status()
             return
         if change.changed:
             self._apply(change)
-        elif not index.complete:
-            self._update_status()  # indexing progress
+        self.indexing = _indexing(index)
         if change.more:
             self.call_later(self._poll)
         if self._pending_place is not None:
@@ -453,6 +462,7 @@ class LogView(Widget):
         lines = self.lines_view
         if change.reset:
             lines.reset(self._index)
+            self.removed = lines.removed
             self._finder.renumbered()
             self.post_message(self.Reset(self))
         elif change.prepended:
@@ -463,7 +473,6 @@ class LogView(Widget):
             if not change.reset:
                 lines.lines_added(change.appended)
             lines.refresh()
-        self._update_status()
 
     # -- keys ---------------------------------------------------------------------------------
 
@@ -471,12 +480,10 @@ class LogView(Widget):
         """Any key clears the last note in the status line."""
         if self._finder.flash is not None:
             self._finder.flash = None
-            self._update_status()
 
     def action_follow(self) -> None:
         """Jump to the end and stick to it."""
         self.lines_view.set_following(True)
-        self._update_status()
 
     def action_toggle_wrap(self) -> None:
         """Wrap long lines, or cut them at the edge (scroll sideways then)."""
@@ -486,7 +493,6 @@ class LogView(Widget):
         lines.update_size()
         if lines.following:
             lines.scroll_to_end()
-        self._update_status()
         self.post_message(self.WrapChanged(self, lines.wrap))
 
     def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
@@ -501,7 +507,6 @@ class LogView(Widget):
             self._finder.start_search(None)
         elif self._finder.filter.active:
             self._finder.start_filter(None)
-        self._update_status()
         self.refresh_bindings()
 
     def action_save(self) -> None:
@@ -531,7 +536,6 @@ class LogView(Widget):
     def _open_outside(self, program: str) -> None:
         if self._index is None:
             self._finder.flash = safe_text("no log to open", "yellow")
-            self._update_status()
             return
         self._export_for_opening(program, self.cursor_line() + 1)
 
@@ -568,7 +572,6 @@ class LogView(Widget):
 
     def _note(self, note: str, style: str) -> None:
         self._finder.flash = safe_text(note, style)
-        self._update_status()
 
     def on_search_bar_save_submitted(self, message: SearchBar.SaveSubmitted) -> None:
         """Save the lines shown to the file typed, in a worker."""
@@ -634,27 +637,22 @@ class LogView(Widget):
     def action_next_match(self) -> None:
         """Show the next match after the current line."""
         self._finder.step_match(1)
-        self._update_status()
 
     def action_previous_match(self) -> None:
         """Show the match before the current line."""
         self._finder.step_match(-1)
-        self._update_status()
 
     def action_context(self, step: int) -> None:
         """Show more or fewer lines around each filtered match."""
         self._finder.change_context(step)
-        self._update_status()
 
     def action_next_error(self) -> None:
         """Show the next error or traceback after the current line."""
         self._finder.jump_error(1)
-        self._update_status()
 
     def action_previous_error(self) -> None:
         """Show the error or traceback before the current line."""
         self._finder.jump_error(-1)
-        self._update_status()
 
     # -- messages from the parts --------------------------------------------------------------
 
@@ -669,7 +667,6 @@ class LogView(Widget):
                 self._finder.start_filter(message.query)
         except UserError as error:
             self._finder.flash = safe_text(str(error), "bold red")
-        self._update_status()
         self.refresh_bindings()
 
     def on_search_bar_closed(self, message: SearchBar.Closed) -> None:
@@ -680,25 +677,32 @@ class LogView(Widget):
     def on_log_lines_follow_moved(self, message: LogLines.FollowMoved) -> None:
         """Tell the screen that following started or stopped."""
         message.stop()
-        self._update_status()
         self.post_message(self.FollowChanged(self, message.following))
 
     def on_log_lines_sanitised(self, message: LogLines.Sanitised) -> None:
         """Show how many control sequences were removed so far."""
         message.stop()
-        self._update_status()
+        self.removed = self.lines_view.removed
 
-    def _update_status(self) -> None:
+    def _lines_changed(self) -> None:
+        lines = self.lines_view
+        self.following_end = lines.following
+        self.new_lines = lines.new_lines
+        self.wrap = lines.wrap
+        self.search = search_count(self._finder, lines.current)
+
+    def _finder_changed(self) -> None:
         if not self.children:
             return
-        state = status_state(self._index, self.lines_view, self._finder)
-        self.shown = state.shown
-        self.following_end = state.following
-        self.new_lines = state.new_lines
-        self.flash = state.flash
-        self.search = state.search
-        self.filter = state.filter
-        self.looking_for_errors = state.looking_for_errors
-        self.indexing = state.indexing
-        self.wrap = state.wrap
-        self.removed = state.removed
+        finder = self._finder
+        self.flash = finder.flash
+        self.search = search_count(finder, self.lines_view.current)
+        self.filter = filter_count(finder)
+        self.looking_for_errors = finder.looking_for_errors
+
+
+def _indexing(index: LogIndex | None) -> float | None:
+    """How far indexing has got, while it has not finished (for the status line)."""
+    if index is None or index.complete:
+        return None
+    return index.progress

@@ -12,7 +12,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.widgets.runs_table import RunsTable
 
-START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.timezone.utc)
+START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 
 
 def _handle(run_id: str, submitted_at: dt.datetime) -> RunHandle:
@@ -73,7 +73,8 @@ def test_running_rows_show_each_second_and_finished_rows_stay_as_drawn() -> None
             def row(name: str) -> str:
                 return next(line for line in _lines(app) if name in line)
 
-            assert "5s" in row("busy") and "4s" in row("also")
+            assert "5s" in row("busy")
+            assert "4s" in row("also")
             done_before = row("done")
             for second in range(6, 9):
                 clock.now = START.timestamp() + second + 0.5

@@ -27,10 +27,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.message import Message
 from textual.theme import Theme
 from textual.timer import Timer
@@ -75,6 +76,8 @@ WatchCells = tuple[Text, Text, Text]
 
 _INSERT_CHUNK = 500
 """Rows added per turn of the event loop when many arrive at once (the store's first read)."""
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
 
 
 class RunsTable(DataTable[Text]):
@@ -622,11 +625,14 @@ class RunsTable(DataTable[Text]):
             for column, value in values.items():
                 row_data[ColumnKey(column)] = value
         indices = {self._row_locations.get(row) for row in rows}
-        for cell_key in [k for k in self._cell_render_cache.keys() if k[0] in rows]:
-            self._cell_render_cache.discard(cell_key)
-        for row_key in [k for k in self._row_render_cache.keys() if k[0] in rows]:
-            self._row_render_cache.discard(row_key)
-        for renderables in [k for k in self._row_renderable_cache.keys() if k[1] in indices]:
-            self._row_renderable_cache.discard(renderables)
+        _discard_where(self._cell_render_cache, lambda key: key[0] in rows)
+        _discard_where(self._row_render_cache, lambda key: key[0] in rows)
+        _discard_where(self._row_renderable_cache, lambda key: key[1] in indices)
         self._line_cache.clear()
         self.refresh()
+
+
+def _discard_where(cache: LRUCache[_Key, _Value], stale: Callable[[_Key], bool]) -> None:
+    """Drop the entries of ``cache`` whose key is ``stale``."""
+    for key in [key for key in cache.keys() if stale(key)]:  # noqa: SIM118 (not a dict)
+        cache.discard(key)

@@ -617,7 +617,7 @@ class RunsTable(DataTable[Text]):
         one changed cell renders every visible cell again; with twenty running runs that is
         most of what an idle app does each second. Here the new values go in place (the column
         widths are kept, as ``update_cell`` keeps them) and only the changed rows' cached
-        renders are dropped.
+        renders are dropped (the rows' and the changed cells').
         """
         rows = {RowKey(key) for key in cells}
         for key, values in cells.items():
@@ -625,7 +625,10 @@ class RunsTable(DataTable[Text]):
             for column, value in values.items():
                 row_data[ColumnKey(column)] = value
         indices = {self._row_locations.get(row) for row in rows}
-        _discard_where(self._cell_render_cache, lambda key: key[0] in rows)
+        changed = {
+            (RowKey(key), ColumnKey(column)) for key, values in cells.items() for column in values
+        }
+        _discard_where(self._cell_render_cache, lambda key: (key[0], key[1]) in changed)
         _discard_where(self._row_render_cache, lambda key: key[0] in rows)
         _discard_where(self._row_renderable_cache, lambda key: key[1] in indices)
         self._line_cache.clear()

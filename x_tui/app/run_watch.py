@@ -102,9 +102,9 @@ class WatchPoller:
     """Reads the running runs' side files, each run's hourly price looked up once.
 
     A run whose files are on this machine has them read again only once they changed (their
-    size or modification time): an idle app with twenty silent runs reads nothing every few
-    seconds. The cost and the flags, which change with the time alone, are worked out afresh
-    at every poll.
+    size or modification time); a run whose side files stand still is not read at every poll.
+    The cost and the flags, which change with the time alone, are worked out afresh at every
+    poll.
     """
 
     def __init__(self, service: Service) -> None:

@@ -292,7 +292,12 @@ def main() -> None:
         print(f"  sent to the terminal: {result['bytes_per_second'] / 1024:.0f} KiB/s")
         cpu = result["cpu"]
         assert isinstance(cpu, dict)
-        print(f"  CPU while following: x-tui {cpu['app']:.0%} of a core, tail -F {cpu['tail']:.0%}")
+        times = cpu["app"] / max(cpu["tail"], 1e-4)
+        print(
+            f"  CPU while following: x-tui {cpu['app']:.1%} of a core, "
+            f"tail -F {cpu['tail']:.1%}, x-tui / tail -F = {times:.1f}x"
+            f" (aim: x-tui under 10%: {'met' if cpu['app'] < 0.10 else 'NOT met'})"
+        )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from rich.text import Text
 
@@ -19,7 +20,7 @@ from x_tui.app.run_sources import RunReader
 from x_tui.app.service import Service
 from x_tui.compute.run_health import cost_so_far, flags_of, run_hourly_price
 from x_tui.compute.store import RunHandle
-from x_tui.compute.telemetry_read import read_metrics, read_telemetry
+from x_tui.compute.telemetry_read import RunMetrics, Telemetry, read_metrics, read_telemetry
 from x_tui.compute.worker.log_metrics import METRICS_NAME
 from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 from x_tui.widgets.run_cells import EMPTY
@@ -66,6 +67,17 @@ def read_watch(
         metrics = read_metrics(service.peek(handle, METRICS_NAME))
     except Exception:  # a provider's failure: the state column says it, not these
         return RunWatch()
+    return _watch(handle, telemetry, metrics, now=now, hourly=hourly)
+
+
+def _watch(
+    handle: RunHandle,
+    telemetry: Telemetry | None,
+    metrics: RunMetrics,
+    *,
+    now: float,
+    hourly: float | None,
+) -> RunWatch:
     progress = metrics.progress
     return RunWatch(
         progress=progress.text() if progress is not None else None,
@@ -87,12 +99,20 @@ def watch_cells(watch: RunWatch) -> tuple[Text, Text, Text]:
 
 
 class WatchPoller:
-    """Reads the running runs' side files, each run's hourly price looked up once."""
+    """Reads the running runs' side files, each run's hourly price looked up once.
+
+    A run whose files are on this machine has them read again only once they changed (their
+    size or modification time); a run whose side files stand still is not read at every poll.
+    The cost and the flags, which change with the time alone, are worked out afresh at every
+    poll.
+    """
 
     def __init__(self, service: Service) -> None:
         """Read through ``service``."""
         self._service = service
         self._hourly: dict[str, float | None] = {}
+        self._outputs: dict[str, Path | None] = {}
+        self._read: dict[str, _Read] = {}
 
     def poll(self, handles: Iterable[RunHandle], *, now: float) -> dict[str, RunWatch]:
         """Each running run's :class:`RunWatch`, by run id (blocking)."""
@@ -105,7 +125,54 @@ class WatchPoller:
                     if spec is not None
                     else None
                 )
-            found[handle.run_id] = read_watch(
-                self._service, handle, now=now, hourly=self._hourly[handle.run_id]
-            )
+            hourly = self._hourly[handle.run_id]
+            stamps = self._stamps(handle)
+            kept = self._read.get(handle.run_id)
+            if stamps is not None and kept is not None and kept.stamps == stamps:
+                found[handle.run_id] = _watch(
+                    handle, kept.telemetry, kept.metrics, now=now, hourly=hourly
+                )
+                continue
+            try:
+                telemetry = read_telemetry(self._service.peek(handle, TELEMETRY_NAME))
+                metrics = read_metrics(self._service.peek(handle, METRICS_NAME))
+            except Exception:  # a provider's failure: the state column says it, not these
+                found[handle.run_id] = RunWatch()
+                continue
+            if stamps is not None:
+                self._read[handle.run_id] = _Read(stamps, telemetry, metrics)
+            found[handle.run_id] = _watch(handle, telemetry, metrics, now=now, hourly=hourly)
         return found
+
+    def _stamps(self, handle: RunHandle) -> tuple[_Stamp, _Stamp] | None:
+        """The size and time of the run's two side files, when they are on this machine."""
+        if handle.run_id not in self._outputs:
+            try:
+                files = self._service.run_files(handle)
+            except Exception:  # read through the backend each time, as before
+                files = None
+            self._outputs[handle.run_id] = files.outputs if files is not None else None
+        outputs = self._outputs[handle.run_id]
+        if outputs is None:
+            return None
+        return _stamp(outputs / TELEMETRY_NAME), _stamp(outputs / METRICS_NAME)
+
+
+_Stamp = tuple[int, int] | None
+
+
+def _stamp(path: Path) -> _Stamp:
+    try:
+        info = path.lstat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+@dataclass(frozen=True)
+class _Read:
+    """A run's side files as last read, and their stamps then."""
+
+    stamps: tuple[_Stamp, _Stamp]
+    telemetry: Telemetry | None
+    metrics: RunMetrics

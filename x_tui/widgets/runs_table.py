@@ -27,15 +27,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping
-from typing import ClassVar
+from typing import ClassVar, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
+from textual.cache import LRUCache
 from textual.message import Message
 from textual.theme import Theme
 from textual.timer import Timer
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
+from textual.widgets.data_table import ColumnKey, RowKey
 
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
@@ -75,6 +76,8 @@ WatchCells = tuple[Text, Text, Text]
 
 _INSERT_CHUNK = 500
 """Rows added per turn of the event loop when many arrive at once (the store's first read)."""
+_Key = TypeVar("_Key")
+_Value = TypeVar("_Value")
 
 
 class RunsTable(DataTable[Text]):
@@ -594,12 +597,45 @@ class RunsTable(DataTable[Text]):
     def _tick(self) -> None:
         self._timer = None
         now = self._clock()
+        retimed: dict[str, dict[str, Text]] = {}
         for key in self._redraws.pop_due(now):
             row = self._row(key)
             if key not in self._shown or row is None or key not in self.rows:
                 continue
-            self.update_cell(key, "age", Text(format_age(now - row.order[0])))
+            cells = retimed[key] = {"age": Text(format_age(now - row.order[0]))}
             if row.handle is not None:
-                self.update_cell(key, "duration", run_rows.duration_cell(row, now))
+                cells["duration"] = run_rows.duration_cell(row, now)
             self._redraws.schedule(key, row.order[0], now, fine=run_rows.running(row))
+        if retimed:
+            self._retime(retimed)
         self._rearm()
+
+    def _retime(self, cells: Mapping[str, Mapping[str, Text]]) -> None:
+        """Put new ages and durations in their cells, re-rendering only their rows.
+
+        ``update_cell`` counts an update that every cached render of the table is keyed by, so
+        one changed cell renders every visible cell again; with twenty running runs that is
+        most of what an idle app does each second. Here the new values go in place (the column
+        widths are kept, as ``update_cell`` keeps them) and only the changed rows' cached
+        renders are dropped (the rows' and the changed cells').
+        """
+        rows = {RowKey(key) for key in cells}
+        for key, values in cells.items():
+            row_data = self._data[RowKey(key)]
+            for column, value in values.items():
+                row_data[ColumnKey(column)] = value
+        indices = {self._row_locations.get(row) for row in rows}
+        changed = {
+            (RowKey(key), ColumnKey(column)) for key, values in cells.items() for column in values
+        }
+        _discard_where(self._cell_render_cache, lambda key: (key[0], key[1]) in changed)
+        _discard_where(self._row_render_cache, lambda key: key[0] in rows)
+        _discard_where(self._row_renderable_cache, lambda key: key[1] in indices)
+        self._line_cache.clear()
+        self.refresh()
+
+
+def _discard_where(cache: LRUCache[_Key, _Value], stale: Callable[[_Key], bool]) -> None:
+    """Drop the entries of ``cache`` whose key is ``stale``."""
+    for key in [key for key in cache.keys() if stale(key)]:  # noqa: SIM118 (not a dict)
+        cache.discard(key)

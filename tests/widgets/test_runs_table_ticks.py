@@ -1,0 +1,96 @@
+"""The runs table's ages and durations as time passes: only the changed rows are drawn again,
+and the screen shows every new value."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+from textual.app import App, ComposeResult
+
+from x_tui.compute.backend import RunState
+from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.widgets.runs_table import RunsTable
+
+START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+
+
+def _handle(run_id: str, submitted_at: dt.datetime) -> RunHandle:
+    return RunHandle(
+        run_id=run_id,
+        backend="local",
+        job="train",
+        project="/home/user/sample",
+        submitted_at=submitted_at,
+        settings={"python": None, "state_dir": None},
+        details={"pid": "999999999", "run_dir": f"/nonexistent/{run_id}"},
+    )
+
+
+class _Clock:
+    def __init__(self, now: float) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+class _Table(App[None]):
+    def __init__(self, table: RunsTable) -> None:
+        super().__init__()
+        self.table = table
+
+    def compose(self) -> ComposeResult:
+        yield self.table
+
+
+def _lines(app: App[None]) -> list[str]:
+    return [strip.text for strip in app.screen._compositor.render_strips()]
+
+
+def test_running_rows_show_each_second_and_finished_rows_stay_as_drawn() -> None:
+    async def scenario() -> None:
+        clock = _Clock(START.timestamp() + 5.5)
+        table = RunsTable(clock=clock, min_refresh=0.05)
+        app = _Table(table)
+        handles = (
+            _handle("busy-20260919T120000Z-aaaaaa", START),
+            _handle("also-20260919T120001Z-bbbbbb", START + dt.timedelta(seconds=1)),
+            _handle("done-20260919T110000Z-cccccc", START - dt.timedelta(hours=1)),
+        )
+        states = {
+            handles[0].run_id: RunState.RUNNING,
+            handles[1].run_id: RunState.RUNNING,
+            handles[2].run_id: RunState.SUCCEEDED,
+        }
+        ended = {handles[2].run_id: (START - dt.timedelta(minutes=30)).timestamp()}
+        async with app.run_test(size=(100, 10)) as pilot:
+            table.show_stored(
+                StoredRuns(handles=handles, unreadable={}), states=states.get, ended=ended.get
+            )
+            await pilot.pause()
+
+            def row(name: str) -> str:
+                return next(line for line in _lines(app) if name in line)
+
+            assert "5s" in row("busy")
+            assert "4s" in row("also")
+            done_before = row("done")
+            for second in range(6, 9):
+                clock.now = START.timestamp() + second + 0.5
+                for _ in range(40):
+                    await asyncio.sleep(0.05)
+                    await pilot.pause()
+                    if f"{second}s" in row("busy"):
+                        break
+                # Both the age and the running duration move on, on both running rows.
+                assert row("busy").count(f"{second}s") == 2, row("busy")
+                assert row("also").count(f"{second - 1}s") == 2, row("also")
+                assert row("done") == done_before
+            # A cell changed by hand (a state) still shows, with the ages kept.
+            table.set_state(handles[0].run_id, RunState.SUCCEEDED, clock.now)
+            await pilot.pause()
+            assert "succeeded" in row("busy")
+            assert row("also").count("7s") == 2
+
+    asyncio.run(scenario())

@@ -1,10 +1,9 @@
 """What the runs table shows of each running run beyond its state: progress and ETA, mean GPU
 use, cost so far and flags, read from the worker's side files.
 
-:func:`read_watch` reads one run's ``telemetry.jsonl`` and ``metrics.jsonl`` through the service
-(a local run's files directly, a remote run's through its backend's peek: two small reads), and
-:class:`WatchPoller` does it for every running run, blocking (call it from a thread worker), at
-most every :data:`WATCH_SECONDS`. It imports no Textual; :func:`watch_cells` makes the table's
+:class:`WatchPoller` reads every running run's ``telemetry.jsonl`` and ``metrics.jsonl`` through
+the service (a local run's files directly, a remote run's through its backend's peek: two small
+reads), blocking (call it from a thread worker), at most every :data:`WATCH_SECONDS`. It imports no Textual; :func:`watch_cells` makes the table's
 cells.
 """
 
@@ -46,28 +45,6 @@ class RunWatch:
             or self.cost_usd is not None
             or self.flags
         )
-
-
-def read_watch(
-    service: Service, handle: RunHandle, *, now: float, hourly: float | None
-) -> RunWatch:
-    """One running run's progress, GPU use, cost so far and flags.
-
-    Args:
-        service: Reads the run's files.
-        handle: The run.
-        now: The wall-clock time.
-        hourly: The run's hourly price (``run_health.run_hourly_price``), ``None`` if unbilled.
-
-    Returns:
-        What could be read; an empty :class:`RunWatch` when nothing could.
-    """
-    try:
-        telemetry = read_telemetry(service.peek(handle, TELEMETRY_NAME))
-        metrics = read_metrics(service.peek(handle, METRICS_NAME))
-    except Exception:  # a provider's failure: the state column says it, not these
-        return RunWatch()
-    return _watch(handle, telemetry, metrics, now=now, hourly=hourly)
 
 
 def _watch(

@@ -3,8 +3,8 @@ use, cost so far and flags, read from the worker's side files.
 
 :class:`WatchPoller` reads every running run's ``telemetry.jsonl`` and ``metrics.jsonl`` through
 the service (a local run's files directly, a remote run's through its backend's peek: two small
-reads), blocking (call it from a thread worker), at most every :data:`WATCH_SECONDS`. It imports no Textual; :func:`watch_cells` makes the table's
-cells.
+reads), blocking (call it from a thread worker), at most every :data:`WATCH_SECONDS`. It
+imports no Textual; :func:`watch_cells` makes the table's cells.
 """
 
 from __future__ import annotations

@@ -376,6 +376,33 @@ async def test_wrap_shows_a_long_line_on_several_rows(tmp_path: Path) -> None:
 
 
 @asynchronous
+async def test_a_busy_stream_is_shown_whole_and_a_calm_line_after_it_at_once(
+    long_log: Path,
+) -> None:
+    """A burst of lines puts the view on its busy pace; every line still shows, and the next
+    calm line shows at the normal pace again."""
+    app = LogApp(long_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        view = view_of(app)
+        paces: list[float] = []  # the busy deadline each refresh of the index left
+        refresh = view._refresh_index
+
+        def spy() -> None:
+            refresh()
+            paces.append(view._busy_until)
+
+        view._refresh_index = spy  # type: ignore[method-assign]
+        write_lines(long_log, [f"burst {n:04d}" for n in range(2_000)], mode="a")
+        await wait_for(pilot, lambda: rows(app)[-1] == "burst 1999", "the whole burst")
+        assert rows(app)[-2] == "burst 1998"
+        assert any(pace > 0.0 for pace in paces)  # the burst was shown at the busy pace
+        write_lines(long_log, ["calm again"], mode="a")
+        await wait_for(pilot, lambda: rows(app)[-1] == "calm again", "the calm line")
+        assert paces[-1] == 0.0  # and the calm line put it back on the normal pace
+
+
+@asynchronous
 async def test_low_bandwidth_mode_still_shows_appends(long_log: Path) -> None:
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:

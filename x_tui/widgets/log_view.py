@@ -7,7 +7,8 @@ sanitised before it is drawn (SGR colours kept, every other escape sequence remo
 progress bars shown as their last state); log text is never markup and never a raw ``str``.
 
 The file is polled on a timer (it is local; a poll is one ``stat`` and one small read) and appends
-are shown in batches: every 50 ms, or every 500 ms with ``low_bandwidth``.
+are shown in batches: every 50 ms (every 250 ms while more than 1,000 lines a second arrive), or
+every 500 ms with ``low_bandwidth``.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import os
 import subprocess
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +75,15 @@ POLL_SECONDS = 0.05
 
 LOW_BANDWIDTH_POLL_SECONDS = 0.5
 """How often the file is checked, and the screen redrawn for appends, with ``low_bandwidth``."""
+
+BUSY_LINES = 50
+"""Lines appended between two polls (1,000 lines a second at the normal pace) from which the log
+counts as busy: it is then shown every :data:`BUSY_POLL_SECONDS`, not at every poll."""
+
+BUSY_POLL_SECONDS = 0.25
+"""How often a busy log is shown: a stream of thousands of lines a second is drawn a few times a
+second (what an eye can follow anyway), so following it costs a small part of a core; a slow log
+keeps the normal pace, and the log leaves the busy pace at the first poll that finds it calm."""
 
 
 class LogView(Widget):
@@ -258,6 +269,7 @@ class LogView(Widget):
         self.set_reactive(LogView.low_bandwidth, low_bandwidth)
         self._index: LogIndex | None = None
         self._timer: Timer | None = None
+        self._busy_until = 0.0
         self._finder = Finder(self, lambda: self.lines_view, self._finder_changed)
         self._pending_place: LogPlace | None = None
         self._place_tries = 0
@@ -442,6 +454,12 @@ class LogView(Widget):
         self._timer = self.set_interval(interval, self._poll)
 
     def _poll(self) -> None:
+        """The timer's poll: skipped while a busy log waits for its next showing."""
+        if time.monotonic() < self._busy_until:
+            return
+        self._refresh_index()
+
+    def _refresh_index(self) -> None:
         index = self._index
         if index is None:
             return
@@ -452,9 +470,14 @@ class LogView(Widget):
             return
         if change.changed:
             self._apply(change)
+        self._busy_until = (
+            time.monotonic() + BUSY_POLL_SECONDS
+            if change.appended >= BUSY_LINES and not self.low_bandwidth
+            else 0.0
+        )
         self.indexing = _indexing(index)
         if change.more:
-            self.call_later(self._poll)
+            self.call_later(self._refresh_index)
         if self._pending_place is not None:
             self._apply_pending_place()
 

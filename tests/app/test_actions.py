@@ -3,7 +3,6 @@ command palette, and the help generated from the bindings."""
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
@@ -300,9 +299,9 @@ async def test_the_run_screen_binds_nothing_destructive_to_reserved_keys(state_d
     handle = finished_run(state_dir, tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())])
     app = make_app(None, poll=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.push_screen(RunScreen(handle, clock=lambda: NOW))
-        await asyncio.sleep(0)
-        await pilot.pause()
+        screen = RunScreen(handle, clock=lambda: NOW)
+        await app.push_screen(screen)
+        await wait_until(pilot, lambda: screen.loaded, "the run screen to load")
         bindings = app.screen.active_bindings
         for key in ("ctrl+d", "ctrl+k", "ctrl+b", "ctrl+a"):
             active = bindings.get(key)

@@ -299,10 +299,12 @@ class RunScreen(RunActionScreen):
             state=self.state,
         )
         await self.query_one("#live-devices", LiveDevices).show(snapshot.telemetry, running=running)
+        if self._being_removed():
+            return
         self.query_one("#metrics", MetricsView).show(snapshot.metrics)
         tabs = self.query_one("#run-tabs", TabbedContent)
         outcomes = {task.name: task for task in (manifest.tasks if manifest else ())}
-        for index, task in enumerate(tasks):
+        for index, task in enumerate(self._tasks):
             pane_id = f"tab-task-{index}"
             outcome = outcomes.get(task)
             mark = TASK_MARKS.get(outcome.status, "") if outcome is not None else ""
@@ -310,6 +312,10 @@ class RunScreen(RunActionScreen):
             logs = self.query_one(f"#task-logs-{index}", TaskLogs)
             logs.set_attempts(tuple(a.number for a in snapshot.attempts.get(task, ())))
             logs.refresh_remote()
+
+    def _being_removed(self) -> bool:
+        """Whether the screen is closing (an await above let the app quit or pop it)."""
+        return not self.is_attached or self._pruning
 
     async def _add_task_tabs(self, tasks: tuple[str, ...]) -> None:
         if tasks[: len(self._tasks)] != self._tasks or self._reader is None:

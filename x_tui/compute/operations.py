@@ -386,6 +386,8 @@ def _keep_quote(store: RunStore, run_id: str, plan: RunPlan) -> None:
             save_quote(store, run_id, quote)
     except Exception:  # the run is submitted: without a quote it only shows no cost
         return
+
+
 def _write_guard(store: RunStore, book: LaunchBook, run_id: str, plan: RunPlan) -> GuardBook:
     """Write the run's guard side file (when the plan has a guard), before the run starts.
 

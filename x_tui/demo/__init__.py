@@ -68,9 +68,11 @@ def _point_at_this_python(pyproject: Path) -> None:
     import tomlkit
 
     document = tomlkit.parse(pyproject.read_text(encoding="utf-8"))
-    compute = document.setdefault("tool", tomlkit.table()).setdefault(
-        "substrax", tomlkit.table()
-    ).setdefault("compute", tomlkit.table())
+    compute = (
+        document.setdefault("tool", tomlkit.table())
+        .setdefault("substrax", tomlkit.table())
+        .setdefault("compute", tomlkit.table())
+    )
     backends = compute.setdefault("backends", tomlkit.table())
     local = backends.setdefault("local", tomlkit.table())
     if local.get("python") == sys.executable:

@@ -7,13 +7,13 @@ was replaced by a FIFO is written anew.
 
 from __future__ import annotations
 
-import json
 import os
 import stat
 import threading
 from pathlib import Path
 
 from tests.support import DEADLINE, wait_until
+from x_tui.app.final_states import read_final_states
 from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.service import Service
 from x_tui.compute.worker.attempts import ATTEMPTS_NAME
@@ -64,8 +64,9 @@ async def test_the_runs_pane_lists_the_good_runs_and_names_each_bad_entry(
         assert set(corpus.good) <= keys()
     cache = corpus.caches[0]
     assert stat.S_ISREG(os.lstat(cache).st_mode), "the FIFO cache was not written anew"
-    kept = json.loads(cache.read_text(encoding="utf-8"))
-    assert set(kept["runs"]) <= set(corpus.good)
+    kept = read_final_states(cache)
+    assert kept is not None
+    assert set(kept) <= set(corpus.good)
 
 
 @asynchronous

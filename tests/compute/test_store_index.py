@@ -142,32 +142,51 @@ HOSTILE_INDEXES = {
     "deep": b"[" * 100_000,
     "wrong version": json.dumps({"version": 99}).encode(),
     "column of the wrong type": None,  # made from a real index below
+    "column of the wrong length": None,
     "run id not its file's": None,
+    "a file named twice": None,
     "name leaving the directory": None,
+    "time that is not a time": None,
+    "details out of step": None,
+    "rows out of order": None,
 }
 
 
+@pytest.mark.parametrize("trusted", [True, False], ids=["names-trusted", "files-looked-at"])
 @pytest.mark.parametrize("damage", sorted(HOSTILE_INDEXES))
-def test_a_damaged_index_never_changes_what_the_store_lists(store: RunStore, damage: str) -> None:
+def test_a_damaged_index_never_changes_what_the_store_lists(
+    store: RunStore, damage: str, trusted: bool
+) -> None:
     runs = [handle(index) for index in range(3)]
     for run in runs:
         store.save(run)
     settle(store)
-    truth = store.read_all()
+    truth = store.read_all()  # the index now says the settled directory holds these files
     index_path = store.index_path
     content = HOSTILE_INDEXES[damage]
     if content is None:
         data = json.loads(index_path.read_text())
-        if damage == "column of the wrong type":
-            data["versions"][0] = "2"
-        elif damage == "run id not its file's":
-            data["texts"][0] = runs[2].run_id
+        damaged = {
+            "column of the wrong type": ("versions", 0, "2"),
+            "run id not its file's": ("names", 0, f"{runs[1].run_id}.json"),
+            "a file named twice": ("names", 0, data["names"][1]),
+            "name leaving the directory": ("names", 0, "../../escape.json"),
+            "time that is not a time": ("submitted", 1, "yesterday"),
+            "details out of step": ("detail_starts", 1, 1),
+        }
+        if damage == "column of the wrong length":
+            data["jobs"].append("train")
+        elif damage == "rows out of order":
+            reverse_rows(data)
         else:
-            data["names"][0] = "../../escape.json"
+            column, row, value = damaged[damage]
+            data[column][row] = value
         content = json.dumps(data).encode()
     index_path.write_bytes(content)
-    settle(store)
+    if not trusted:
+        settle(store)
     assert store.read_all() == truth
+    assert store.read_all() == truth  # and the index made again holds the truth
 
 
 def test_a_fifo_or_a_directory_in_the_index_place_is_read_as_no_index(store: RunStore) -> None:
@@ -190,6 +209,21 @@ def test_a_tampered_entry_is_refused_field_by_field(store: RunStore) -> None:
     store.index_path.write_text(json.dumps(data))
     settle(store)
     assert store.read_all().handles == (handle(0),)
+
+
+def reverse_rows(data: dict[str, list[object]]) -> None:
+    """Put an index's rows in the opposite order, each row kept whole."""
+    count = len(data["names"])
+    starts = data["detail_starts"]
+    details = [data["details"][starts[row] : starts[row + 1]] for row in range(count)]  # type: ignore[index]
+    stamps = [data["stamps"][3 * row : 3 * row + 3] for row in range(count)]
+    for name in ("names", "reasons", "versions", "backends", "jobs", "projects", "submitted"):
+        data[name].reverse()
+    data["settings"].reverse()
+    data["details"] = [text for row in reversed(details) for text in row]
+    data["stamps"] = [value for row in reversed(stamps) for value in row]
+    lengths = [len(row) for row in reversed(details)]
+    data["detail_starts"] = [sum(lengths[:row]) for row in range(count + 1)]
 
 
 def _fields(run: RunHandle) -> dict[str, object]:

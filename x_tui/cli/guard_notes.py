@@ -29,6 +29,15 @@ class GuardNotes:
         self._guarded = _names(self.guards.root)
         self._ended = _names(self.endings.root)
 
+    def any(self) -> bool:
+        """Whether any run has a guard or an ending side file."""
+        return bool(self._guarded or self._ended)
+
+    def holds(self, run_id: str) -> bool:
+        """Whether ``run_id`` has a guard or ending side file (else :meth:`json` is all nulls)."""
+        name = f"{run_id}.json"
+        return name in self._guarded or name in self._ended
+
     def json(self, run_id: str) -> dict[str, JsonValue]:
         """:func:`guard_json` of ``run_id``."""
         name = f"{run_id}.json"

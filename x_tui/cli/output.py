@@ -30,6 +30,13 @@ def say(text: str) -> None:
     sys.stdout.flush()
 
 
+def say_lines(lines: list[str]) -> None:
+    """Write lines on stdout in one piece (a listing of 100,000 runs is one write, not 100,000)."""
+    if lines:
+        sys.stdout.write("\n".join(lines) + "\n")
+        sys.stdout.flush()
+
+
 def complain(message: str) -> None:
     """Write ``x-tui: <message>`` on stderr, on one line, every control character escaped."""
     from x_tui.compute.sanitize import escaped

@@ -10,18 +10,19 @@ import argparse
 import datetime as dt
 import sys
 import time
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from x_tui.cli.describe import age_text
 from x_tui.cli.guard_notes import GuardNotes, guard_json, with_guard
 from x_tui.cli.metrics_verb import flags_text, watch_json
-from x_tui.cli.output import complain, error_message, print_json, print_log, say
+from x_tui.cli.output import complain, error_message, print_json, print_log, say, say_lines
 from x_tui.compute.backend import Capability, ComputeBackend, RunState, ability, pieces_of
 from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord
 from x_tui.compute.operations import backend_for, fetch_root, read_launches
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.sanitize import escaped
-from x_tui.compute.store import RunHandle, RunStore, SettingsOrigin
+from x_tui.compute.store import ListedRun, RunHandle, RunListing, RunStore, SettingsOrigin
 from x_tui.compute.sweep_runs import list_sweeps, load_sweep, sweep_of
 from x_tui.compute.sweeps import Sweep, is_sweep_id, parameters_text
 from x_tui.compute.worker.errors import RunNotFoundError, UserError
@@ -58,24 +59,21 @@ def follow_logs(backend: ComputeBackend, handle: RunHandle, *, follow: bool) -> 
 
 
 def _run_json(
-    handle: RunHandle,
+    run: RunHandle | ListedRun,
     state: RunState | None,
     sweep: Sweep | None = None,
-    store: RunStore | None = None,
+    origin: SettingsOrigin | None = None,
 ) -> dict[str, JsonValue]:
-    origin = store.settings_origin(handle) if store is not None else None
     return {
-        "run_id": handle.run_id,
-        "backend": handle.backend,
-        "job": handle.job,
+        "run_id": run.run_id,
+        "backend": run.backend,
+        "job": run.job,
         "state": state.value if state is not None else None,
-        "project": handle.project,
-        "submitted_at": format_datetime(handle.submitted_at),
+        "project": run.project,
+        "submitted_at": format_datetime(run.submitted_at),
         "sweep_id": sweep.sweep_id if sweep is not None else None,
-        "parameters": (
-            dict(sweep.parameters_of(handle.run_id) or {}) if sweep is not None else None
-        ),
-        "handle_version": handle.schema_version,
+        "parameters": (dict(sweep.parameters_of(run.run_id) or {}) if sweep is not None else None),
+        "handle_version": run.schema_version,
         "settings_from": origin.value if origin is not None else None,
     }
 
@@ -93,13 +91,20 @@ def _sweep_json(sweep: Sweep) -> dict[str, JsonValue]:
 
 
 def _line(
-    handle: RunHandle, state: str, *, now: dt.datetime | None, store: RunStore | None = None
+    run: RunHandle | ListedRun,
+    state: str,
+    *,
+    now: dt.datetime | None,
+    origin: SettingsOrigin | None = None,
 ) -> str:
-    line = f"{handle.run_id}  {escaped(handle.backend)}  {escaped(handle.job)}  {state}"
-    line = line if now is None else f"{line}  {age_text(handle.submitted_at, now)}"
-    if store is not None and store.settings_origin(handle) is SettingsOrigin.PROJECT:
-        line = f"{line}  ({SettingsOrigin.PROJECT.describe()})"
+    line = f"{run.run_id}  {escaped(run.backend)}  {escaped(run.job)}  {state}"
+    line = line if now is None else f"{line}  {age_text(run.submitted_at, now)}"
+    if origin is SettingsOrigin.PROJECT:
+        line = f"{line}  ({_FROM_PROJECT})"
     return line
+
+
+_FROM_PROJECT = SettingsOrigin.PROJECT.describe()
 
 
 def _backend_key(handle: RunHandle) -> str:
@@ -115,31 +120,49 @@ def _backend_of(handle: RunHandle, built: dict[str, ComputeBackend]) -> ComputeB
     return built[key]
 
 
+class _Handles:
+    """The handles of a listing's runs, each made once, when it is first needed."""
+
+    def __init__(self, listing: RunListing) -> None:
+        self.listing = listing
+        self.made: dict[str, RunHandle] = {}
+
+    def of(self, run: ListedRun) -> RunHandle:
+        handle = self.made.get(run.run_id)
+        if handle is None:
+            handle = self.made[run.run_id] = self.listing.handle(run)
+        return handle
+
+
 def _states(
-    handles: list[RunHandle],
+    runs: Sequence[ListedRun],
+    handles: _Handles,
     built: dict[str, ComputeBackend],
-    store: RunStore | None = None,
+    store: RunStore,
 ) -> tuple[dict[str, RunState | None], bool]:
     """Every run's state, and whether one could not be had.
 
     A run whose final state x-tui keeps (``<state>/x-tui/final-states.json``, which the TUI and
-    this verb write) is not asked about again; a final state learnt here is kept there. The
-    others are asked by backend: runs of one backend with the same settings together, one
-    ``statuses`` call for all of them where the backend declares ``Capability.STATUSES`` (as
-    the run monitor asks once per poll round), else one ``status`` call each. Each backend is
-    built once, and kept in ``built`` (by :func:`_backend_key`) for what the caller asks next.
+    this verb write) is not asked about again, and its handle is not even made; a final state
+    learnt here is kept there. The others are asked by backend: runs of one backend with the
+    same settings together, one ``statuses`` call for all of them where the backend declares
+    ``Capability.STATUSES`` (as the run monitor asks once per poll round), else one ``status``
+    call each. Each backend is built once, and kept in ``built`` (by :func:`_backend_key`) for
+    what the caller asks next.
     """
     from x_tui.app.final_states import final_states_path, keep_final_states, read_final_states
 
-    kept_path = final_states_path(store.root) if store is not None else None
-    kept = (read_final_states(kept_path) if kept_path is not None else None) or {}
-    states: dict[str, RunState | None] = dict.fromkeys((h.run_id for h in handles), None)
+    kept_path = final_states_path(store.root)
+    kept = read_final_states(kept_path) or {}
+    states: dict[str, RunState | None] = {}
     groups: dict[str, list[RunHandle]] = {}
-    for handle in handles:
-        known = kept.get(handle.run_id)
+    for run in runs:
+        known = kept.get(run.run_id)
         if known is not None:
-            states[handle.run_id] = known[0]
+            states[run.run_id] = known[0]
         else:
+            states[run.run_id] = None
+            handle = handles.of(run)
             groups.setdefault(_backend_key(handle), []).append(handle)
     failed = False
 
@@ -178,11 +201,12 @@ def _states(
                     handle, "its backend did not say" if answer is None else error_message(answer)
                 )
     learnt = {
-        run_id: state
-        for run_id, state in states.items()
-        if state is not None and state.is_final and run_id not in kept
+        handle.run_id: state
+        for group in groups.values()
+        for handle in group
+        if (state := states[handle.run_id]) is not None and state.is_final
     }
-    if kept_path is not None and learnt:
+    if learnt:
         keep_final_states(kept_path, {run_id: (state, None) for run_id, state in learnt.items()})
     return states, failed
 
@@ -192,15 +216,19 @@ def _counts(states: list[RunState | None]) -> str:
     return ", ".join(f"{names.count(name)} {name}" for name in dict.fromkeys(names))
 
 
-def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read top to bottom
+def status(args: argparse.Namespace) -> int:
     """``x-tui status [RUN_ID|SWEEP_ID] [--sweep SWEEP_ID] [--json]``: the runs' states.
 
-    One line per run, ``<run_id>  <backend>  <job>  <state>``; on a terminal a fifth column says
-    how long ago each run was submitted. The runs of a sweep are listed together under a
-    ``sweep <sweep_id>  <job>  <n> runs: <counts>`` line, indented, each followed by its values.
-    ``--sweep`` (or a sweep id in place of the run id) lists one sweep's runs only. The JSON
-    document has ``runs`` (each with its ``sweep_id`` and ``parameters``, or nulls), ``sweeps``
-    and ``unreadable``.
+    One line per run, newest first, ``<run_id>  <backend>  <job>  <state>``; on a terminal a
+    fifth column says how long ago each run was submitted. The runs of a sweep are listed
+    together under a ``sweep <sweep_id>  <job>  <n> runs: <counts>`` line, indented, each
+    followed by its values. ``--sweep`` (or a sweep id in place of the run id) lists one sweep's
+    runs only. The JSON document has ``runs`` (each with its ``sweep_id`` and ``parameters``, or
+    nulls), ``sweeps`` and ``unreadable``.
+
+    The store is listed through its index, and a run whose final state is kept is not asked
+    about again: the text listing makes a run's handle, and reads its side files, only while it
+    has not finished, so 100,000 finished runs list at once, written in one piece.
 
     Args:
         args: The parsed command line.
@@ -221,67 +249,54 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
         wanted = args.run_id
     elif args.run_id is not None:
         return _status_one(store, launches.records, args.run_id, as_json=args.json, now=now)
-    stored = store.read_all()
+    listing = store.listing()
     recorded = list_sweeps()
-    handles = list(stored.handles)
+    runs: Sequence[ListedRun] = listing.runs
     sweeps = list(recorded.sweeps)
     if wanted is not None:
         chosen = load_sweep(wanted)
-        handles = [handle for handle in handles if handle.run_id in chosen.run_ids]
+        members = set(chosen.run_ids)
+        runs = [run for run in runs if run.run_id in members]
         sweeps = [chosen]
     built: dict[str, ComputeBackend] = {}
-    states, failed = _states(handles, built, store)
+    handles = _Handles(listing)
+    states, failed = _states(runs, handles, built, store)
     code = EXIT_FAILED if failed else EXIT_OK
     by_run = {run_id: sweep for sweep in sweeps for run_id in sweep.run_ids}
-    # The text listing reads the side files of unfinished runs only (a finished run's last
-    # progress is in ``status RUN_ID`` and ``--json``): 100,000 finished runs list at once.
-    # Budgets and endings come from two directory listings, whatever the number of runs.
+    # The side files of a finished run are read for --json only (its last progress is in
+    # ``status RUN_ID`` too); budgets and endings come from two directory listings.
     notes = GuardNotes(store.root.parent.parent)
-    watches = {
-        h.run_id: {
-            **(
-                _watch_of(h, states[h.run_id], built)
-                if args.json or not _finished(states[h.run_id])
-                else _NO_WATCH
-            ),
-            **notes.json(h.run_id),
-        }
-        for h in handles
-    }
+
+    def watch(run: ListedRun) -> dict[str, JsonValue] | None:
+        """What a text line adds about a run: none for a finished run without guard notes."""
+        state = states[run.run_id]
+        found = None if state in _FINAL else _watch_of(handles.of(run), state, built)
+        if notes.holds(run.run_id):
+            return {**(found or _NO_WATCH), **notes.json(run.run_id)}
+        return found
+
     submitting = [] if wanted is not None else list(launches.records)
     if args.json:
-        runs = [_launch_json(record) for record in submitting]
-        runs += [
-            {**_run_json(h, states[h.run_id], by_run.get(h.run_id), store), **watches[h.run_id]}
-            for h in handles
+        documents = [_launch_json(record) for record in submitting]
+        documents += [
+            {
+                **_run_json(run, states[run.run_id], by_run.get(run.run_id), run.origin),
+                **_watch_of(handles.of(run), states[run.run_id], built),
+                **notes.json(run.run_id),
+            }
+            for run in runs
         ]
     for record in submitting:
         if not args.json:
             say(_line(record.handle(), _launch_state(record).value, now=now))
             if record.reason:
                 complain(f"{record.run_id}: {record.reason}")
-    shown: set[str] = set()
-    for handle in handles:
-        sweep = by_run.get(handle.run_id)
-        if args.json:
-            break
-        if sweep is None:
-            line = _line(handle, _state_text(states[handle.run_id]), now=now, store=store)
-            say(_with_watch(line, watches[handle.run_id]))
-            continue
-        if sweep.sweep_id in shown:
-            continue
-        shown.add(sweep.sweep_id)
-        members = [h for h in handles if by_run.get(h.run_id) is sweep]
-        members.sort(key=lambda h: sweep.run_ids.index(h.run_id))
-        counts = _counts([states[h.run_id] for h in members])
-        say(f"sweep {escaped(sweep.sweep_id)}  {escaped(sweep.job)}  {len(members)} runs: {counts}")
-        for member in members:
-            values = parameters_text(sweep.parameters_of(member.run_id) or {})
-            line = _line(member, _state_text(states[member.run_id]), now=now, store=store)
-            say(f"  {_with_watch(line, watches[member.run_id])}  {escaped(values)}")
+    lines = (
+        [] if args.json else _listing_lines(runs, states, by_run, watch, now=now, noted=notes.any())
+    )
+    say_lines(lines)
     unreadable = {
-        **stored.unreadable,
+        **listing.unreadable,
         **(recorded.unreadable if wanted is None else {}),
         **(launches.unreadable if wanted is None else {}),
     }
@@ -291,7 +306,7 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
     if args.json:
         print_json(
             {
-                "runs": runs,
+                "runs": documents,
                 "sweeps": [_sweep_json(sweep) for sweep in sweeps],
                 "unreadable": [
                     {"path": str(path), "reason": why} for path, why in unreadable.items()
@@ -299,6 +314,62 @@ def status(args: argparse.Namespace) -> int:  # noqa: PLR0915 - one verb, read t
             }
         )
     return code
+
+
+def _listing_lines(
+    runs: Sequence[ListedRun],
+    states: Mapping[str, RunState | None],
+    by_run: Mapping[str, Sweep],
+    watch: Callable[[ListedRun], dict[str, JsonValue] | None],
+    *,
+    now: dt.datetime | None,
+    noted: bool,
+) -> list[str]:
+    """The text listing: a line a run, a sweep's runs together under its own line.
+
+    ``watch`` says what a line adds about its run; it is not asked about a finished run when
+    no run has guard notes (``noted`` false).
+    """
+    members: dict[str, list[ListedRun]] = {}
+    for run in runs:
+        sweep = by_run.get(run.run_id)
+        if sweep is not None:
+            members.setdefault(sweep.sweep_id, []).append(run)
+    texts: dict[str, str] = {}  # each backend's and job's name, escaped once
+
+    def line(run: ListedRun) -> str:
+        state = states[run.run_id]
+        backend = texts.get(run.backend) or texts.setdefault(run.backend, escaped(run.backend))
+        job = texts.get(run.job) or texts.setdefault(run.job, escaped(run.job))
+        text = f"{run.run_id}  {backend}  {job}  {state.value if state is not None else 'unknown'}"
+        if now is not None:
+            text = f"{text}  {age_text(run.submitted_at, now)}"
+        if run.origin is SettingsOrigin.PROJECT:
+            text = f"{text}  ({_FROM_PROJECT})"
+        if state in _FINAL and not noted:
+            return text
+        found = watch(run)
+        return text if found is None else _with_watch(text, found)
+
+    lines: list[str] = []
+    for run in runs:
+        sweep = by_run.get(run.run_id)
+        if sweep is None:
+            lines.append(line(run))
+            continue
+        shown = members.pop(sweep.sweep_id, None)
+        if shown is None:
+            continue  # listed with the sweep's first run
+        place = {run_id: position for position, run_id in enumerate(sweep.run_ids)}
+        shown.sort(key=lambda member: place[member.run_id])
+        counts = _counts([states[member.run_id] for member in shown])
+        lines.append(
+            f"sweep {escaped(sweep.sweep_id)}  {escaped(sweep.job)}  {len(shown)} runs: {counts}"
+        )
+        for member in shown:
+            values = parameters_text(sweep.parameters_of(member.run_id) or {})
+            lines.append(f"  {line(member)}  {escaped(values)}")
+    return lines
 
 
 def _status_one(
@@ -330,9 +401,11 @@ def _status_one(
         **guard_json(store.root.parent.parent, handle.run_id),
     }
     if as_json:
-        print_json({**_run_json(handle, state, sweep_of(handle.run_id), store), **watch})
+        origin = store.settings_origin(handle)
+        print_json({**_run_json(handle, state, sweep_of(handle.run_id), origin), **watch})
     else:
-        say(_with_watch(_line(handle, state.value, now=now, store=store), watch))
+        line = _line(handle, state.value, now=now, origin=store.settings_origin(handle))
+        say(_with_watch(line, watch))
     return EXIT_OK
 
 
@@ -352,11 +425,10 @@ def _launch_json(record: LaunchRecord) -> dict[str, JsonValue]:
     }
 
 
+_FINAL = frozenset(state for state in RunState if state.is_final)
+"""The states a run ends in."""
+
 _NO_WATCH: dict[str, JsonValue] = {"progress": None, "cost_so_far": None, "flags": []}
-
-
-def _finished(state: RunState | None) -> bool:
-    return state is not None and state.is_final
 
 
 def _watch_of(

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from x_tui.compute.store_index import INDEX_NAME, HandleFields, indexed_runs
+from x_tui.compute.store_index import INDEX_NAME, HandleFields, IndexedFiles, indexed_runs
 from x_tui.compute.worker.errors import BadRecordError, RunNotFoundError
 from x_tui.compute.worker.record_files import (
     HANDLE_BYTES,
@@ -38,7 +38,6 @@ from x_tui.compute.worker.records import (
     RecordError,
     dump_record,
     format_datetime,
-    parse_datetime,
     read_record,
     write_atomic,
 )
@@ -253,6 +252,70 @@ class IndexedRun(NamedTuple):
     reason: str | None
 
 
+class ListedRun(NamedTuple):
+    """A readable run of a :class:`RunListing`: what a list of runs shows, without its handle.
+
+    Attributes:
+        run_id: The run.
+        backend: Its backend's name.
+        job: Its job's name.
+        project: The project root it was submitted from.
+        submitted_at: When it was submitted.
+        schema_version: Its handle's version.
+        origin: Where its backend settings come from.
+        row: Where the listing keeps the rest of its handle.
+    """
+
+    run_id: str
+    backend: str
+    job: str
+    project: str
+    submitted_at: dt.datetime
+    schema_version: int
+    origin: SettingsOrigin
+    row: int
+
+
+@dataclass(frozen=True, slots=True)
+class RunListing:
+    """What a :class:`RunStore` holds, as its index gives it: a run's handle made when asked for.
+
+    Listing a store of 100,000 runs makes one small tuple a run (:class:`ListedRun`); the handle
+    of a run, with its settings and details, is made by :meth:`handle`.
+
+    Attributes:
+        runs: The readable runs, newest first (by submitted time, then run id).
+        files: The store's handle files as its index gives them.
+        settings: Each file's backend settings (a version 1 handle's filled in), by row.
+        problems: Why each file that is not listed in ``runs`` cannot be read, by row.
+    """
+
+    runs: tuple[ListedRun, ...]
+    files: IndexedFiles
+    settings: list[Mapping[str, JsonValue]]
+    problems: dict[int, str]
+    root: Path
+
+    @property
+    def unreadable(self) -> dict[Path, str]:
+        """Each record that cannot be read, by path (sorted), with the reason."""
+        names = self.files.names
+        return dict(sorted((self.root / names[row], why) for row, why in self.problems.items()))
+
+    def handle(self, run: ListedRun) -> RunHandle:
+        """The handle of a listed run."""
+        return RunHandle(
+            schema_version=run.schema_version,
+            run_id=run.run_id,
+            backend=run.backend,
+            job=run.job,
+            project=run.project,
+            submitted_at=run.submitted_at,
+            settings=dict(self.settings[run.row]),
+            details=self.files.details_of(run.row),
+        )
+
+
 class RunStore:
     """The handles of submitted runs, one JSON file per run."""
 
@@ -342,15 +405,10 @@ class RunStore:
         Listed through the store's index (:mod:`x_tui.compute.store_index`): only the handle
         files that changed since it was last brought up to date are read.
         """
-        handles: list[RunHandle] = []
-        unreadable: dict[Path, str] = {}
-        for name, run in self.indexed().items():
-            if run.handle is not None:
-                handles.append(run.handle)
-            elif run.reason is not None:
-                unreadable[self.root / name] = run.reason
-        handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
-        return StoredRuns(handles=tuple(handles), unreadable=dict(sorted(unreadable.items())))
+        listing = self.listing()
+        handles = tuple(map(listing.handle, listing.runs))
+        self._keep_origins(listing, handles)
+        return StoredRuns(handles=handles, unreadable=listing.unreadable)
 
     def indexed(self) -> dict[str, IndexedRun]:
         """Every handle file by name, with its stamp and its handle or why it cannot be read.
@@ -358,31 +416,113 @@ class RunStore:
         A version 1 handle's settings are filled in now (from its side record or its project),
         so a project changed since the index was made is read as it is now.
         """
-        entries = indexed_runs(self.root, self.index_path, self._read_fields)
-        side_names = _names_in(self.side_records)
-        projects: dict[tuple[str, str], dict[str, JsonValue] | str] = {}
-        found: dict[str, IndexedRun] = {}
-        origins: dict[str, tuple[RunHandle, SettingsOrigin]] = {}
-        for name, entry in entries.items():
-            stamp = (entry.stamp[0], entry.stamp[1])
-            if entry.fields is None:
-                found[name] = IndexedRun(stamp, None, entry.reason)
-                continue
-            try:
-                handle = self._from_fields(entry.fields, side_names, projects)
-            except RecordError as error:
-                found[name] = IndexedRun(stamp, None, _short(str(error)))
-                continue
-            found[name] = IndexedRun(stamp, handle, None)
-            if handle.schema_version == SUBSTRAX_01_HANDLE_VERSION and side_names is not None:
-                # A side record is named as its handle's file is.
-                side = name in side_names
-                origins[handle.run_id] = (
-                    handle,
-                    SettingsOrigin.SIDE_RECORD if side else SettingsOrigin.PROJECT,
-                )
-        self._origins = origins
+        listing = self.listing()
+        files = listing.files
+        handles = tuple(map(listing.handle, listing.runs))
+        self._keep_origins(listing, handles)
+        found = {
+            files.names[run.row]: IndexedRun(files.stamp(run.row)[:2], handle, None)
+            for run, handle in zip(listing.runs, handles, strict=True)
+        }
+        for row, reason in listing.problems.items():
+            found[files.names[row]] = IndexedRun(files.stamp(row)[:2], None, reason)
         return found
+
+    def listing(self) -> RunListing:
+        """The store's runs, newest first, as its index gives them, without a handle object each.
+
+        A version 1 handle's settings are had now (from its side record or its project, each
+        project read once), so a handle whose settings cannot be had is unreadable, as in
+        :meth:`read_all`.
+        """
+        files = indexed_runs(
+            self.root, self.index_path, self._read_fields, RUN_ID_PATTERN.fullmatch
+        )
+        settings: list[Mapping[str, JsonValue]] = list(files.settings)
+        problems: dict[int, str] = {}
+        runs: list[ListedRun] = []
+        side_names: frozenset[str] | None = None  # listed at the first version 1 handle
+        listed_sides = False
+        projects: dict[tuple[str, str], dict[str, JsonValue] | str] = {}
+        rows = zip(
+            files.names,
+            files.reasons,
+            files.versions,
+            files.backends,
+            files.jobs,
+            files.projects,
+            files.submitted_at,
+            strict=True,
+        )
+        handle_origin, project_origin = SettingsOrigin.HANDLE, SettingsOrigin.PROJECT
+        for row, (name, reason, version, backend, job, project, moment) in enumerate(rows):
+            if reason is not None or moment is None:
+                problems[row] = reason or "unreadable"
+                continue
+            origin = handle_origin
+            if version == SUBSTRAX_01_HANDLE_VERSION:
+                if not listed_sides:
+                    side_names, listed_sides = _names_in(self.side_records), True
+                known = projects.get((project, backend))
+                if known is not None and side_names is not None and name not in side_names:
+                    # The common case, made short: substrax's run of a project already read.
+                    if isinstance(known, str):
+                        problems[row] = _short(known)
+                        continue
+                    origin, settings[row] = project_origin, known
+                else:
+                    try:
+                        origin, settings[row] = self._version_1_settings(
+                            name, project, backend, side_names, projects
+                        )
+                    except RecordError as error:
+                        problems[row] = _short(str(error))
+                        continue
+            runs.append(ListedRun(name[:-5], backend, job, project, moment, version, origin, row))
+        return RunListing(
+            runs=tuple(runs), files=files, settings=settings, problems=problems, root=self.root
+        )
+
+    def _version_1_settings(
+        self,
+        name: str,
+        project: str,
+        backend: str,
+        side_names: frozenset[str] | None,
+        projects: dict[tuple[str, str], dict[str, JsonValue] | str],
+    ) -> tuple[SettingsOrigin, Mapping[str, JsonValue]]:
+        """Where a listed version 1 handle's settings come from, and the settings.
+
+        ``side_names`` are the names of the side records (``None``: they could not be listed,
+        and every handle's side record is looked for).
+
+        Raises:
+            RecordError: If its side record or its project cannot be read.
+        """
+        if (
+            side_names is None or name in side_names
+        ):  # a side record is named as its handle's file is
+            frozen = self._side_settings(name[:-5])
+            if frozen is not None:
+                return SettingsOrigin.SIDE_RECORD, frozen
+        key = (project, backend)
+        if key not in projects:
+            try:
+                projects[key] = project_settings(Path(project), backend)
+            except RecordError as error:
+                projects[key] = str(error)
+        known = projects[key]
+        if isinstance(known, str):
+            raise RecordError(known)
+        return SettingsOrigin.PROJECT, known
+
+    def _keep_origins(self, listing: RunListing, handles: tuple[RunHandle, ...]) -> None:
+        """Keep where each listed version 1 handle's settings come from, by the very handle."""
+        self._origins = {
+            handle.run_id: (handle, run.origin)
+            for run, handle in zip(listing.runs, handles, strict=True)
+            if run.schema_version == SUBSTRAX_01_HANDLE_VERSION
+        }
 
     def _read_fields(self, path: Path) -> tuple[HandleFields | None, str | None]:
         """A handle file's fields as the index keeps them, or why it cannot be read."""
@@ -409,53 +549,6 @@ class RunStore:
             ),
             None,
         )
-
-    def _from_fields(
-        self,
-        fields: HandleFields,
-        side_names: frozenset[str] | None,
-        projects: dict[tuple[str, str], dict[str, JsonValue] | str],
-    ) -> RunHandle:
-        """The handle an index entry holds, a version 1 handle's settings filled in.
-
-        Raises:
-            RecordError: If the entry is not a handle, or a version 1 handle's settings cannot
-                be had (its side record or its project cannot be read).
-        """
-        try:
-            submitted_at = parse_datetime(fields.submitted_at)
-        except ValueError as error:
-            raise RecordError(str(error)) from None
-        settings = fields.settings
-        if fields.schema_version == SUBSTRAX_01_HANDLE_VERSION:
-            frozen = None
-            if side_names is None or f"{fields.run_id}.json" in side_names:
-                frozen = self._side_settings(fields.run_id)
-            if frozen is None:
-                key = (fields.project, fields.backend)
-                if key not in projects:
-                    try:
-                        projects[key] = project_settings(Path(fields.project), fields.backend)
-                    except RecordError as error:
-                        projects[key] = str(error)
-                known = projects[key]
-                if isinstance(known, str):
-                    raise RecordError(known)
-                frozen = dict(known)
-            settings = frozen
-        try:
-            return RunHandle(
-                schema_version=fields.schema_version,
-                run_id=fields.run_id,
-                backend=fields.backend,
-                job=fields.job,
-                project=fields.project,
-                submitted_at=submitted_at,
-                settings=settings,
-                details=fields.details,
-            )
-        except ValueError as error:
-            raise RecordError(str(error)) from None
 
     def delete(self, run_id: str) -> None:
         """Forget a run's handle and its side record (its files elsewhere are left)."""

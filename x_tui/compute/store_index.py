@@ -14,34 +14,44 @@ The index is never believed over the store:
 - otherwise each file is looked at (``lstat``): one whose stamp is the index's keeps its entry,
   and any other is read through the store's bounded reader, as without an index;
 - the index is itself a record of the store: read through the bounded reader (a FIFO, a link, an
-  enormous or deeply nested file in its place is refused), every entry checked field by field, and
-  one entry of the wrong shape is read again from its file. An index that cannot be read is made
-  anew; one that cannot be written is no error (the store is read as without one).
+  enormous or deeply nested file in its place is refused), every column checked for its type and
+  length, every entry for its fields (a run id as its file is named, a date and time, settings
+  that are an object). An entry of the wrong shape is left out and its file read again; an index
+  that cannot be read is made anew; one that cannot be written is no error (the store is read as
+  without one).
 
-Columns, not one object per run, keep the index within the reader's limit on arrays and objects.
+The index is columns, one value per handle file in each (not one object per run), in listing
+order: the readable handles newest first, then the unreadable files. So loading it makes no
+object per run beyond its values, it stays within the reader's limit on arrays and objects, and
+putting it in order again costs one pass.
 """
 
 from __future__ import annotations
 
 import contextlib
+import datetime as dt
+import itertools
 import json
+import operator
 import os
 import time
+import typing
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple
 
 from x_tui.compute.worker.record_files import UnreadableRecordError, read_cache_file
-from x_tui.compute.worker.records import RecordError, write_atomic
+from x_tui.compute.worker.records import RecordError, parse_datetime, write_atomic
 
 INDEX_NAME = "runs-index.json"
 """The index's file, in ``<state>/x-tui/``."""
 
-INDEX_VERSION = 1
-"""The layout of the index this release reads and writes."""
+INDEX_VERSION = 2
+"""The layout of the index this release reads and writes (an index of another is made anew)."""
 
 INDEX_BYTES = 1 << 30
-"""The largest index read (some 2,000,000 runs)."""
+"""The largest index read (some 4,000,000 runs)."""
 
 SETTLED_NS = 2_000_000_000
 """How long after the directory's last change an index must have been made for its file names
@@ -75,22 +85,77 @@ class HandleFields(NamedTuple):
     details: Mapping[str, str]
 
 
-class IndexEntry(NamedTuple):
-    """One handle file: its stamp, and its fields or why it cannot be read.
-
-    Attributes:
-        stamp: The file's stamp when it was read.
-        fields: What it holds, when it could be read.
-        reason: Why it cannot be read, when it cannot.
-    """
-
-    stamp: Stamp
-    fields: HandleFields | None
-    reason: str | None
-
-
 ReadFile = Callable[[Path], tuple[HandleFields | None, str | None]]
 """Reads one handle file: its fields, or the reason it cannot be read (neither: it is gone)."""
+
+IsRunId = Callable[[str], object]
+"""Whether a text is a run id (truthy when it is)."""
+
+
+@dataclass(frozen=True, slots=True)
+class IndexedFiles:
+    """The handle files of a runs directory, one row per file, in listing order.
+
+    The readable handles come first, newest first (by submitted time, then run id), then the
+    files that cannot be read, by name. Row ``i`` of every column is the ``i``-th file. Nothing
+    here is changed once made: the rows with the same settings share one settings object.
+
+    Attributes:
+        names: Each file's name (``<run_id>.json`` for a readable handle).
+        stamps: Each file's stamp, three values a file (see :data:`Stamp`).
+        reasons: Why the file cannot be read (``None`` for a readable handle).
+        versions: The handle's version (0 when unreadable).
+        backends: The handle's backend ("" when unreadable, as every text column).
+        jobs: The handle's job.
+        projects: The handle's project root.
+        submitted: When the handle was submitted, as its text has it.
+        submitted_at: The same, read (``None`` when unreadable).
+        settings: The handle's frozen settings (empty for a version 1 handle).
+        detail_starts: Where each file's details begin in ``details``, and one past the last.
+        details: The details of every handle, key then value.
+    """
+
+    names: list[str]
+    stamps: list[int]
+    reasons: list[str | None]
+    versions: list[int]
+    backends: list[str]
+    jobs: list[str]
+    projects: list[str]
+    submitted: list[str]
+    submitted_at: list[dt.datetime | None]
+    settings: list[Mapping[str, Any]]
+    detail_starts: list[int]
+    details: list[str]
+
+    def __len__(self) -> int:
+        """The number of files."""
+        return len(self.names)
+
+    def stamp(self, row: int) -> Stamp:
+        """The stamp of the file of ``row``."""
+        at = 3 * row
+        return (self.stamps[at], self.stamps[at + 1], self.stamps[at + 2])
+
+    def details_of(self, row: int) -> dict[str, str]:
+        """The details of the handle of ``row`` (a new dict)."""
+        pairs = self.details[self.detail_starts[row] : self.detail_starts[row + 1]]
+        return dict(zip(pairs[0::2], pairs[1::2], strict=True))
+
+    def fields(self, row: int) -> HandleFields | None:
+        """The handle of ``row`` as it was read; ``None`` when it cannot be read."""
+        if self.reasons[row] is not None:
+            return None
+        return HandleFields(
+            self.versions[row],
+            self.names[row][:-5],
+            self.backends[row],
+            self.jobs[row],
+            self.projects[row],
+            self.submitted[row],
+            self.settings[row],
+            self.details_of(row),
+        )
 
 
 def is_handle_name(name: str) -> bool:
@@ -98,8 +163,10 @@ def is_handle_name(name: str) -> bool:
     return name.endswith(".json") and not name.startswith(".")
 
 
-def indexed_runs(runs_dir: Path, index_path: Path, read: ReadFile) -> dict[str, IndexEntry]:
-    """Every handle file of ``runs_dir``, by name, from the index where it still holds.
+def indexed_runs(
+    runs_dir: Path, index_path: Path, read: ReadFile, is_run_id: IsRunId
+) -> IndexedFiles:
+    """Every handle file of ``runs_dir``, from the index where it still holds, in listing order.
 
     The index is brought up to date (written only when something changed).
 
@@ -107,105 +174,216 @@ def indexed_runs(runs_dir: Path, index_path: Path, read: ReadFile) -> dict[str, 
         runs_dir: The store's directory of handles.
         index_path: The index's file.
         read: Reads a file the index does not hold as it is now.
+        is_run_id: Whether a file's stem is a run id (an entry of a file that is not is left out).
 
     Returns:
-        Each file's entry; empty when the directory is missing or cannot be listed.
+        Each file; none when the directory is missing or cannot be listed.
     """
     try:
         directory = os.stat(runs_dir)
     except OSError:
-        return {}
-    kept = _load(index_path, runs_dir)
+        return _Rows().done()
+    kept = _load(index_path, runs_dir, is_run_id)
     if kept is not None:
-        dir_mtime, built, entries = kept
-        if dir_mtime == directory.st_mtime_ns and built - dir_mtime >= SETTLED_NS:
-            return entries
+        dir_mtime, built, complete, files = kept
+        if complete and dir_mtime == directory.st_mtime_ns and built - dir_mtime >= SETTLED_NS:
+            return files
     else:
-        entries = {}
-    fresh: dict[str, IndexEntry] = {}
-    fields: HandleFields | None
-    reason: str | None
-    changed = kept is None or kept[0] != directory.st_mtime_ns
+        files = _Rows().done()
     try:
         with os.scandir(runs_dir) as listing:
             found = [entry for entry in listing if is_handle_name(entry.name)]
     except OSError:
-        return {}
+        return _Rows().done()
+    rows_of = {name: row for row, name in enumerate(files.names)}
+    fresh = _Rows()
+    changed = kept is None or kept[0] != directory.st_mtime_ns or not kept[2]
     for entry in found:
         try:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             continue  # removed since it was listed
         stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
-        known = entries.get(entry.name)
-        if known is not None and known.stamp == stamp:
-            fresh[entry.name] = known
+        row = rows_of.get(entry.name)
+        if row is not None and files.stamp(row) == stamp:
+            fresh.keep(files, row)
             continue
         fields, reason = read(runs_dir / entry.name)
         changed = True
         if fields is None and reason is None:
             continue  # removed since it was listed
-        fresh[entry.name] = IndexEntry(stamp, fields, reason)
-    if len(fresh) != len(entries):
+        fresh.add(entry.name, stamp, fields, reason)
+    if fresh.count != len(files):
         changed = True
-    if changed or time.time_ns() - directory.st_mtime_ns >= SETTLED_NS > 0:
-        _save(index_path, runs_dir, directory.st_mtime_ns, fresh)
-    return fresh
+    result = fresh.done()
+    if changed or time.time_ns() - directory.st_mtime_ns >= SETTLED_NS:
+        _save(index_path, runs_dir, directory.st_mtime_ns, result)
+    return result
 
 
-def _save(path: Path, runs_dir: Path, dir_mtime: int, entries: Mapping[str, IndexEntry]) -> None:
-    """Write the index (columns of equal length; a failure to write is ignored)."""
-    names: list[str] = []
-    stamps: list[int] = []
-    reasons: list[str | None] = []
-    versions: list[int] = []
-    texts: list[str] = []
-    settings: list[str] = []
-    counts: list[int] = []
-    details: list[str] = []
-    for name, entry in entries.items():
-        names.append(name)
-        stamps.extend(entry.stamp)
-        reasons.append(entry.reason)
-        fields = entry.fields
-        if fields is None:
-            versions.append(0)
-            texts.extend(("", "", "", "", ""))
-            settings.append("{}")
-            counts.append(0)
-            continue
-        versions.append(fields.schema_version)
-        texts.extend(
-            (fields.run_id, fields.backend, fields.job, fields.project, fields.submitted_at)
+class _Rows:
+    """Builds an :class:`IndexedFiles` row by row, then puts it in listing order."""
+
+    def __init__(self) -> None:
+        self.names: list[str] = []
+        self.stamps: list[int] = []
+        self.reasons: list[str | None] = []
+        self.versions: list[int] = []
+        self.backends: list[str] = []
+        self.jobs: list[str] = []
+        self.projects: list[str] = []
+        self.submitted: list[str] = []
+        self.submitted_at: list[dt.datetime | None] = []
+        self.settings: list[Mapping[str, Any]] = []
+        self.details: list[str] = []
+        self.detail_starts: list[int] = [0]
+
+    @property
+    def count(self) -> int:
+        """The rows added so far."""
+        return len(self.names)
+
+    def keep(self, files: IndexedFiles, row: int) -> None:
+        """Add ``files``' row ``row`` as it is."""
+        self.names.append(files.names[row])
+        self.stamps.extend(files.stamp(row))
+        self.reasons.append(files.reasons[row])
+        self.versions.append(files.versions[row])
+        self.backends.append(files.backends[row])
+        self.jobs.append(files.jobs[row])
+        self.projects.append(files.projects[row])
+        self.submitted.append(files.submitted[row])
+        self.submitted_at.append(files.submitted_at[row])
+        self.settings.append(files.settings[row])
+        self.details.extend(files.details[files.detail_starts[row] : files.detail_starts[row + 1]])
+        self.detail_starts.append(len(self.details))
+
+    def add(self, name: str, stamp: Stamp, fields: HandleFields | None, reason: str | None) -> None:
+        """Add a file just read: its fields, or why it cannot be read."""
+        moment = _moment(fields.submitted_at) if fields is not None else None
+        if fields is not None and moment is None:
+            reason = f"submitted_at {fields.submitted_at!r} is not a date and time"
+            fields = None
+        self.names.append(name)
+        self.stamps.extend(stamp)
+        self.reasons.append(reason if fields is None else None)
+        self.versions.append(fields.schema_version if fields is not None else 0)
+        self.backends.append(fields.backend if fields is not None else "")
+        self.jobs.append(fields.job if fields is not None else "")
+        self.projects.append(fields.project if fields is not None else "")
+        self.submitted.append(fields.submitted_at if fields is not None else "")
+        self.submitted_at.append(moment)
+        self.settings.append(dict(fields.settings) if fields is not None else {})
+        if fields is not None:
+            self.details.extend(text for pair in fields.details.items() for text in pair)
+        self.detail_starts.append(len(self.details))
+
+    def done(self) -> IndexedFiles:
+        """The rows in listing order."""
+        return _in_listing_order(
+            IndexedFiles(
+                names=self.names,
+                stamps=self.stamps,
+                reasons=self.reasons,
+                versions=self.versions,
+                backends=self.backends,
+                jobs=self.jobs,
+                projects=self.projects,
+                submitted=self.submitted,
+                submitted_at=self.submitted_at,
+                settings=self.settings,
+                detail_starts=self.detail_starts,
+                details=self.details,
+            )
         )
-        settings.append(json.dumps(fields.settings, sort_keys=True))
-        counts.append(len(fields.details))
-        for key, value in fields.details.items():
-            details.extend((key, value))
+
+
+def _in_listing_order(files: IndexedFiles) -> IndexedFiles:
+    """``files`` with the readable rows newest first (by time, then run id), then the others.
+
+    Rows already in that order (as read back from the index) are seen so in a few passes in C.
+    """
+    if _is_listing_order(files.names, files.submitted_at):
+        return files
+    names, moments = files.names, files.submitted_at
+    readable = [row for row, moment in enumerate(moments) if moment is not None]
+    readable.sort(key=lambda row: (moments[row], names[row][:-5]), reverse=True)
+    unreadable = [row for row, moment in enumerate(moments) if moment is None]
+    unreadable.sort(key=names.__getitem__)
+    order = readable + unreadable
+    stamps, starts, details = files.stamps, files.detail_starts, files.details
+    return IndexedFiles(
+        names=[names[row] for row in order],
+        stamps=[stamps[3 * row + part] for row in order for part in range(3)],
+        reasons=[files.reasons[row] for row in order],
+        versions=[files.versions[row] for row in order],
+        backends=[files.backends[row] for row in order],
+        jobs=[files.jobs[row] for row in order],
+        projects=[files.projects[row] for row in order],
+        submitted=[files.submitted[row] for row in order],
+        submitted_at=[moments[row] for row in order],
+        settings=[files.settings[row] for row in order],
+        detail_starts=list(
+            itertools.accumulate((starts[row + 1] - starts[row] for row in order), initial=0)
+        ),
+        details=[text for row in order for text in details[starts[row] : starts[row + 1]]],
+    )
+
+
+def _is_listing_order(names: list[str], moments: list[dt.datetime | None]) -> bool:
+    """Whether rows are in listing order: strictly newer first, then the unreadable by name.
+
+    Rows submitted at the same moment are taken as out of order (sorting puts them right).
+    """
+    readable = moments.index(None) if None in moments else len(moments)
+    if moments.count(None) != len(moments) - readable:
+        return False
+    times = typing.cast(list[dt.datetime], moments[:readable])
+    if not all(map(operator.gt, times, itertools.islice(times, 1, None))):
+        return False
+    rest = names[readable:]
+    return all(map(operator.le, rest, itertools.islice(rest, 1, None)))
+
+
+def _save(path: Path, runs_dir: Path, dir_mtime: int, files: IndexedFiles) -> None:
+    """Write the index (a failure to write is ignored)."""
+    texts: dict[int, str] = {}  # the JSON text of each settings object, made once
+    settings = []
+    for value in files.settings:
+        text = texts.get(id(value))
+        if text is None:
+            text = texts[id(value)] = json.dumps(value, sort_keys=True)
+        settings.append(text)
     document = {
         "version": INDEX_VERSION,
         "runs_dir": str(runs_dir),
         "dir_mtime_ns": dir_mtime,
         "built_ns": time.time_ns(),
-        "names": names,
-        "stamps": stamps,
-        "reasons": reasons,
-        "versions": versions,
-        "texts": texts,
+        "names": files.names,
+        "stamps": files.stamps,
+        "reasons": files.reasons,
+        "versions": files.versions,
+        "backends": files.backends,
+        "jobs": files.jobs,
+        "projects": files.projects,
+        "submitted": files.submitted,
         "settings": settings,
-        "detail_counts": counts,
-        "details": details,
+        "detail_starts": files.detail_starts,
+        "details": files.details,
     }
     with contextlib.suppress(OSError):
         write_atomic(path, json.dumps(document, separators=(",", ":")) + "\n")
 
 
-def _load(path: Path, runs_dir: Path) -> tuple[int, int, dict[str, IndexEntry]] | None:
-    """The index's directory time, when it was made, and its entries; ``None`` if unreadable.
+def _load(
+    path: Path, runs_dir: Path, is_run_id: IsRunId
+) -> tuple[int, int, bool, IndexedFiles] | None:
+    """The index's directory time, when it was made, whether every entry held, and its entries.
 
-    Each column is checked for its type as a whole (an index with one value of the wrong type is
-    not read: it is made anew); an entry that is not a handle of its file's run is left out (its
-    file is read again).
+    ``None`` when the index cannot be read, is of another version or store, or a column is not
+    a list of values of its type and length (it is made anew). An entry that is not a handle of
+    its file's run, of a readable version, with a date and time and settings that are an object,
+    is left out (its file is read again: the index is not complete).
     """
     try:
         data = read_cache_file(path, max_bytes=INDEX_BYTES)
@@ -216,78 +394,71 @@ def _load(path: Path, runs_dir: Path) -> tuple[int, int, dict[str, IndexEntry]] 
     if data.get("runs_dir") != str(runs_dir):
         return None
     dir_mtime, built = data.get("dir_mtime_ns"), data.get("built_ns")
-    columns = {name: data.get(name) for name in _COLUMN_TYPES}
     if type(dir_mtime) is not int or type(built) is not int:
         return None
+    columns = {name: data.get(name) for name in _COLUMN_TYPES}
     for name, allowed in _COLUMN_TYPES.items():
         column = columns[name]
         if not isinstance(column, list) or not set(map(type, column)) <= allowed:
             return None
     names: list[str] = columns["names"]  # type: ignore[assignment]
-    stamps: list[int] = columns["stamps"]  # type: ignore[assignment]
     reasons: list[str | None] = columns["reasons"]  # type: ignore[assignment]
     versions: list[int] = columns["versions"]  # type: ignore[assignment]
-    texts: list[str] = columns["texts"]  # type: ignore[assignment]
-    settings: list[str] = columns["settings"]  # type: ignore[assignment]
-    counts: list[int] = columns["detail_counts"]  # type: ignore[assignment]
-    details: list[str] = columns["details"]  # type: ignore[assignment]
+    submitted: list[str] = columns["submitted"]  # type: ignore[assignment]
+    setting_texts: list[str] = columns["settings"]  # type: ignore[assignment]
+    starts: list[int] = columns["detail_starts"]  # type: ignore[assignment]
     count = len(names)
     if not (
-        len(stamps) == 3 * count
-        and len(reasons) == count
-        and len(versions) == count
-        and len(texts) == 5 * count
-        and len(settings) == count
-        and len(counts) == count
-        and min(counts, default=0) >= 0
-        and 2 * sum(counts) == len(details)
+        len(columns["stamps"]) == 3 * count  # type: ignore[arg-type]
+        and all(len(columns[name]) == count for name in _PER_FILE)  # type: ignore[arg-type]
+        and len(set(names)) == count
+        and len(starts) == count + 1
+        and starts[0] == 0
+        and starts[-1] == len(columns["details"])  # type: ignore[arg-type]
+        and all(start % 2 == 0 for start in starts)
+        and all(start <= end for start, end in itertools.pairwise(starts))
     ):
         return None
-    entries: dict[str, IndexEntry] = {}
-    parsed: dict[str, dict[str, Any] | None] = {}
-    at = 0  # the next place in ``details``
-    stamp_parts, text_parts = iter(stamps), iter(texts)
-    rows = zip(
-        names,
-        zip(stamp_parts, stamp_parts, stamp_parts, strict=True),
-        reasons,
-        versions,
-        zip(text_parts, text_parts, text_parts, text_parts, text_parts, strict=True),
-        settings,
-        counts,
-        strict=True,
-    )
-    for name, stamp, reason, version, (
-        run_id,
-        backend,
-        job,
-        project,
-        submitted,
-    ), text, size in rows:
-        pairs = details[at : at + 2 * size] if size else []
-        at += 2 * size
-        if "/" in name or not is_handle_name(name):
-            continue
-        if reason is not None:
-            entries[name] = IndexEntry(stamp, None, reason)
-            continue
-        if text not in parsed:
-            parsed[text] = _settings(text)
-        frozen = parsed[text]
-        if frozen is None or run_id != name[:-5]:
-            continue
-        fields = HandleFields(
-            version,
-            run_id,
-            backend,
-            job,
-            project,
-            submitted,
-            dict(frozen),
-            dict(zip(pairs[0::2], pairs[1::2], strict=True)),
+    parsed = {text: _settings(text) for text in set(setting_texts)}
+    settings = [parsed[text] for text in setting_texts]
+    moments = _moments(submitted, reasons)
+    good = [
+        "/" not in name
+        and is_handle_name(name)
+        and (
+            reason is not None
+            or (
+                version in _VERSIONS
+                and moment is not None
+                and frozen is not None
+                and bool(is_run_id(name[:-5]))
+            )
         )
-        entries[name] = IndexEntry(stamp, fields, None)
-    return dir_mtime, built, entries
+        for name, reason, version, moment, frozen in zip(
+            names, reasons, versions, moments, settings, strict=True
+        )
+    ]
+    files = IndexedFiles(
+        names=names,
+        stamps=columns["stamps"],  # type: ignore[arg-type]
+        reasons=reasons,
+        versions=versions,
+        backends=columns["backends"],  # type: ignore[arg-type]
+        jobs=columns["jobs"],  # type: ignore[arg-type]
+        projects=columns["projects"],  # type: ignore[arg-type]
+        submitted=submitted,
+        submitted_at=moments,
+        settings=[value if value is not None else {} for value in settings],
+        detail_starts=starts,
+        details=columns["details"],  # type: ignore[arg-type]
+    )
+    complete = all(good)
+    if not complete:
+        rows = _Rows()
+        for row in itertools.compress(range(count), good):
+            rows.keep(files, row)
+        return dir_mtime, built, False, rows.done()
+    return dir_mtime, built, True, _in_listing_order(files)
 
 
 _COLUMN_TYPES: dict[str, set[type]] = {
@@ -295,12 +466,49 @@ _COLUMN_TYPES: dict[str, set[type]] = {
     "stamps": {int},
     "reasons": {str, type(None)},
     "versions": {int},
-    "texts": {str},
+    "backends": {str},
+    "jobs": {str},
+    "projects": {str},
+    "submitted": {str},
     "settings": {str},
-    "detail_counts": {int},
+    "detail_starts": {int},
     "details": {str},
 }
 """Each column of the index, with the types its values may have."""
+
+_PER_FILE = ("reasons", "versions", "backends", "jobs", "projects", "submitted", "settings")
+"""The columns with one value per file (besides ``names``)."""
+
+_VERSIONS = frozenset({1, 2})
+"""The handle versions an entry may have (the store reads no other)."""
+
+
+def _moments(texts: list[str], reasons: list[str | None]) -> list[dt.datetime | None]:
+    """Each readable row's submitted time from its text (``None``: unreadable, or not a time).
+
+    All at once in C where every text is an ISO-8601 time with its offset or ``Z`` (as
+    ``records.format_datetime`` writes it), else one by one through ``records.parse_datetime``.
+    """
+    if reasons.count(None) == len(reasons):
+        try:
+            moments: list[dt.datetime | None] = list(map(dt.datetime.fromisoformat, texts))
+        except ValueError:
+            pass
+        else:
+            if None not in map(operator.attrgetter("tzinfo"), moments):
+                return moments
+    return [
+        _moment(text) if reason is None else None
+        for text, reason in zip(texts, reasons, strict=True)
+    ]
+
+
+def _moment(text: str) -> dt.datetime | None:
+    """A submitted time from its text; ``None`` if it is not a date and time."""
+    try:
+        return parse_datetime(text)
+    except ValueError:
+        return None
 
 
 def _settings(text: str) -> dict[str, Any] | None:

@@ -19,10 +19,10 @@ import json
 import os
 import re
 import secrets
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from x_tui.compute.store_index import INDEX_NAME, HandleFields, IndexedFiles, indexed_runs
 from x_tui.compute.worker.errors import BadRecordError, RunNotFoundError
@@ -38,6 +38,7 @@ from x_tui.compute.worker.records import (
     RecordError,
     dump_record,
     format_datetime,
+    parse_datetime,
     read_record,
     write_atomic,
 )
@@ -63,6 +64,10 @@ STATE_DIR_ENV = "SUBSTRAX_STATE_DIR"
 
 RUN_ID_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*-[0-9]{8}T[0-9]{6}Z-[0-9a-f]{6}")
 """A run id: ``<job>-<UTC %Y%m%dT%H%M%SZ>-<6 hex>``."""
+
+
+_RUN_FILE = re.compile(RUN_ID_PATTERN.pattern + r"\.json")
+"""The name of a run's handle file."""
 
 
 def default_state_dir() -> Path:
@@ -193,6 +198,70 @@ def read_handle(data: object) -> RunHandle:
     if version == SUBSTRAX_01_HANDLE_VERSION and "settings" in data:
         raise RecordError("unknown key 'settings': a version 1 run handle holds no settings")
     return read_record(RunHandle, data)
+
+
+def handle_fields(data: object) -> HandleFields:
+    """A handle's fields, as the store's index keeps them, from its parsed JSON object.
+
+    A handle of the usual shape (every value of its type, no unknown key) is taken at once;
+    any other goes through :func:`read_handle`, which accepts and refuses exactly as here and
+    names what is wrong.
+
+    Raises:
+        RecordError: As :func:`read_handle`.
+    """
+    fields = _usual_handle_fields(data)
+    if fields is not None:
+        return fields
+    handle = read_handle(data)
+    return HandleFields(
+        schema_version=handle.schema_version,
+        run_id=handle.run_id,
+        backend=handle.backend,
+        job=handle.job,
+        project=handle.project,
+        submitted_at=format_datetime(handle.submitted_at),
+        settings=dict(handle.settings),
+        details=dict(handle.details),
+    )
+
+
+_HANDLE_KEYS = frozenset({"schema_version", "run_id", "backend", "job", "project", "submitted_at"})
+"""The keys every handle holds."""
+
+_KEYS_OF_VERSION = {
+    SUBSTRAX_01_HANDLE_VERSION: _HANDLE_KEYS | {"details"},
+    HANDLE_VERSION: _HANDLE_KEYS | {"settings", "details"},
+}
+"""The keys a handle of each version may hold."""
+
+
+def _usual_handle_fields(data: object) -> HandleFields | None:
+    """A handle's fields when it is of the usual shape and sound; else ``None``."""
+    if type(data) is not dict:
+        return None
+    version = data.get("schema_version")
+    if type(version) is not int:
+        return None
+    allowed = _KEYS_OF_VERSION.get(version)
+    if allowed is None or not _HANDLE_KEYS <= data.keys() <= allowed:
+        return None
+    texts = (data["run_id"], data["backend"], data["job"], data["project"], data["submitted_at"])
+    settings, details = data.get("settings", {}), data.get("details", {})
+    if (
+        set(map(type, texts)) != {str}
+        or type(settings) is not dict
+        or type(details) is not dict
+        or not set(map(type, details.values())) <= {str}
+        or not RUN_ID_PATTERN.fullmatch(texts[0])
+    ):
+        return None
+    try:
+        submitted_at = format_datetime(parse_datetime(texts[4]))
+    except ValueError:
+        return None
+    run_id, backend, job, project = texts[:4]
+    return HandleFields(version, run_id, backend, job, project, submitted_at, settings, details)
 
 
 def handle_json(handle: RunHandle) -> str:
@@ -435,53 +504,64 @@ class RunStore:
         project read once), so a handle whose settings cannot be had is unreadable, as in
         :meth:`read_all`.
         """
-        files = indexed_runs(
-            self.root, self.index_path, self._read_fields, RUN_ID_PATTERN.fullmatch
-        )
-        settings: list[Mapping[str, JsonValue]] = list(files.settings)
+        files = indexed_runs(self.root, self.index_path, self._read_fields, _RUN_FILE.fullmatch)
+        count = len(files)
         problems: dict[int, str] = {}
-        runs: list[ListedRun] = []
-        side_names: frozenset[str] | None = None  # listed at the first version 1 handle
-        listed_sides = False
-        projects: dict[tuple[str, str], dict[str, JsonValue] | str] = {}
-        rows = zip(
-            files.names,
-            files.reasons,
-            files.versions,
+        if files.reasons.count(None) != count:
+            problems = {row: why for row, why in enumerate(files.reasons) if why is not None}
+        origins = [SettingsOrigin.HANDLE] * count
+        settings: list[Mapping[str, JsonValue]] = list(files.settings)
+        if SUBSTRAX_01_HANDLE_VERSION in files.versions:
+            self._fill_version_1(files, origins, settings, problems)
+        readable: Sequence[int] = range(count)
+        columns: list[Sequence[Any]] = [
             files.backends,
             files.jobs,
             files.projects,
             files.submitted_at,
-            strict=True,
-        )
-        handle_origin, project_origin = SettingsOrigin.HANDLE, SettingsOrigin.PROJECT
-        for row, (name, reason, version, backend, job, project, moment) in enumerate(rows):
-            if reason is not None or moment is None:
-                problems[row] = reason or "unreadable"
-                continue
-            origin = handle_origin
-            if version == SUBSTRAX_01_HANDLE_VERSION:
-                if not listed_sides:
-                    side_names, listed_sides = _names_in(self.side_records), True
-                known = projects.get((project, backend))
-                if known is not None and side_names is not None and name not in side_names:
-                    # The common case, made short: substrax's run of a project already read.
-                    if isinstance(known, str):
-                        problems[row] = _short(known)
-                        continue
-                    origin, settings[row] = project_origin, known
-                else:
-                    try:
-                        origin, settings[row] = self._version_1_settings(
-                            name, project, backend, side_names, projects
-                        )
-                    except RecordError as error:
-                        problems[row] = _short(str(error))
-                        continue
-            runs.append(ListedRun(name[:-5], backend, job, project, moment, version, origin, row))
+            files.versions,
+            origins,
+        ]
+        if problems:
+            readable = [row for row in range(count) if row not in problems]
+            columns = [list(map(column.__getitem__, readable)) for column in columns]
+        run_ids = [files.names[row][:-5] for row in readable]
+        runs = tuple(map(ListedRun, run_ids, *columns, readable))
         return RunListing(
-            runs=tuple(runs), files=files, settings=settings, problems=problems, root=self.root
+            runs=runs, files=files, settings=settings, problems=problems, root=self.root
         )
+
+    def _fill_version_1(
+        self,
+        files: IndexedFiles,
+        origins: list[SettingsOrigin],
+        settings: list[Mapping[str, JsonValue]],
+        problems: dict[int, str],
+    ) -> None:
+        """Fill in where each version 1 handle's settings come from, and the settings, by row.
+
+        A handle whose settings cannot be had gets its reason in ``problems``. Each project is
+        read once, and the side records' directory listed once.
+        """
+        side_names = _names_in(self.side_records)
+        projects: dict[tuple[str, str], dict[str, JsonValue] | str] = {}
+        rows = [row for row, version in enumerate(files.versions) if version == 1]
+        names, backends = files.names, files.backends
+        for row, project in zip(rows, map(files.projects.__getitem__, rows), strict=True):
+            name, backend = names[row], backends[row]
+            known = projects.get((project, backend))
+            if known is None or side_names is None or name in side_names:
+                try:
+                    origins[row], settings[row] = self._version_1_settings(
+                        name, project, backend, side_names, projects
+                    )
+                except RecordError as error:
+                    problems[row] = _short(str(error))
+            elif isinstance(known, str):
+                problems[row] = _short(known)
+            else:
+                # The common case, made short: substrax's run of a project already read.
+                origins[row], settings[row] = SettingsOrigin.PROJECT, known
 
     def _version_1_settings(
         self,
@@ -529,26 +609,14 @@ class RunStore:
         if not RUN_ID_PATTERN.fullmatch(path.stem):
             return None, f"{path.stem!r} is not a run id, so it holds no run"
         try:
-            handle = read_record_file(path, read_handle, max_bytes=HANDLE_BYTES)
+            fields = read_record_file(path, handle_fields, max_bytes=HANDLE_BYTES)
         except FileNotFoundError:
             return None, None
         except BadRecordError as error:
             return None, str(error).removeprefix(f"{path}: ")
-        if handle.run_id != path.stem:
-            return None, misfiled_reason("run", handle.run_id, path.stem)
-        return (
-            HandleFields(
-                schema_version=handle.schema_version,
-                run_id=handle.run_id,
-                backend=handle.backend,
-                job=handle.job,
-                project=handle.project,
-                submitted_at=format_datetime(handle.submitted_at),
-                settings=dict(handle.settings),
-                details=dict(handle.details),
-            ),
-            None,
-        )
+        if fields.run_id != path.stem:
+            return None, misfiled_reason("run", fields.run_id, path.stem)
+        return fields, None
 
     def delete(self, run_id: str) -> None:
         """Forget a run's handle and its side record (its files elsewhere are left)."""

@@ -88,8 +88,8 @@ class HandleFields(NamedTuple):
 ReadFile = Callable[[Path], tuple[HandleFields | None, str | None]]
 """Reads one handle file: its fields, or the reason it cannot be read (neither: it is gone)."""
 
-IsRunId = Callable[[str], object]
-"""Whether a text is a run id (truthy when it is)."""
+IsRunFile = Callable[[str], object]
+"""Whether a file name is ``<run_id>.json`` for a run id (truthy when it is)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,21 +142,6 @@ class IndexedFiles:
         pairs = self.details[self.detail_starts[row] : self.detail_starts[row + 1]]
         return dict(zip(pairs[0::2], pairs[1::2], strict=True))
 
-    def fields(self, row: int) -> HandleFields | None:
-        """The handle of ``row`` as it was read; ``None`` when it cannot be read."""
-        if self.reasons[row] is not None:
-            return None
-        return HandleFields(
-            self.versions[row],
-            self.names[row][:-5],
-            self.backends[row],
-            self.jobs[row],
-            self.projects[row],
-            self.submitted[row],
-            self.settings[row],
-            self.details_of(row),
-        )
-
 
 def is_handle_name(name: str) -> bool:
     """Whether a directory entry is a handle file (``*.json``; dot-named partial files are not)."""
@@ -164,7 +149,7 @@ def is_handle_name(name: str) -> bool:
 
 
 def indexed_runs(
-    runs_dir: Path, index_path: Path, read: ReadFile, is_run_id: IsRunId
+    runs_dir: Path, index_path: Path, read: ReadFile, is_run_file: IsRunFile
 ) -> IndexedFiles:
     """Every handle file of ``runs_dir``, from the index where it still holds, in listing order.
 
@@ -174,7 +159,8 @@ def indexed_runs(
         runs_dir: The store's directory of handles.
         index_path: The index's file.
         read: Reads a file the index does not hold as it is now.
-        is_run_id: Whether a file's stem is a run id (an entry of a file that is not is left out).
+        is_run_file: Whether a file is named for a run id (an entry of one that is not is left
+            out, and its file read).
 
     Returns:
         Each file; none when the directory is missing or cannot be listed.
@@ -183,7 +169,7 @@ def indexed_runs(
         directory = os.stat(runs_dir)
     except OSError:
         return _Rows().done()
-    kept = _load(index_path, runs_dir, is_run_id)
+    kept = _load(index_path, runs_dir, is_run_file)
     if kept is not None:
         dir_mtime, built, complete, files = kept
         if complete and dir_mtime == directory.st_mtime_ns and built - dir_mtime >= SETTLED_NS:
@@ -237,6 +223,14 @@ class _Rows:
         self.settings: list[Mapping[str, Any]] = []
         self.details: list[str] = []
         self.detail_starts: list[int] = [0]
+        self._settings_by_text: dict[str, Mapping[str, Any]] = {}
+
+    def _shared(self, settings: Mapping[str, Any]) -> Mapping[str, Any]:
+        """One settings object for all the rows with the same settings (written once)."""
+        if not settings:
+            return _NO_SETTINGS
+        text = json.dumps(settings, sort_keys=True)
+        return self._settings_by_text.setdefault(text, dict(settings))
 
     @property
     def count(self) -> int:
@@ -273,7 +267,7 @@ class _Rows:
         self.projects.append(fields.project if fields is not None else "")
         self.submitted.append(fields.submitted_at if fields is not None else "")
         self.submitted_at.append(moment)
-        self.settings.append(dict(fields.settings) if fields is not None else {})
+        self.settings.append(self._shared(fields.settings) if fields is not None else _NO_SETTINGS)
         if fields is not None:
             self.details.extend(text for pair in fields.details.items() for text in pair)
         self.detail_starts.append(len(self.details))
@@ -376,7 +370,7 @@ def _save(path: Path, runs_dir: Path, dir_mtime: int, files: IndexedFiles) -> No
 
 
 def _load(
-    path: Path, runs_dir: Path, is_run_id: IsRunId
+    path: Path, runs_dir: Path, is_run_file: IsRunFile
 ) -> tuple[int, int, bool, IndexedFiles] | None:
     """The index's directory time, when it was made, whether every entry held, and its entries.
 
@@ -422,22 +416,26 @@ def _load(
     parsed = {text: _settings(text) for text in set(setting_texts)}
     settings = [parsed[text] for text in setting_texts]
     moments = _moments(submitted, reasons)
-    good = [
-        "/" not in name
-        and is_handle_name(name)
-        and (
-            reason is not None
-            or (
-                version in _VERSIONS
-                and moment is not None
-                and frozen is not None
-                and bool(is_run_id(name[:-5]))
+    if (
+        reasons.count(None) == count
+        and set(versions) <= _VERSIONS
+        and None not in moments
+        and None not in settings
+        and all(map(is_run_file, names))
+    ):
+        good = None  # every entry is a readable handle (found so in C, as in a sound index)
+    else:
+        good = [
+            "/" not in name and is_handle_name(name)
+            if reason is not None
+            else version in _VERSIONS
+            and moment is not None
+            and frozen is not None
+            and bool(is_run_file(name))
+            for name, reason, version, moment, frozen in zip(
+                names, reasons, versions, moments, settings, strict=True
             )
-        )
-        for name, reason, version, moment, frozen in zip(
-            names, reasons, versions, moments, settings, strict=True
-        )
-    ]
+        ]
     files = IndexedFiles(
         names=names,
         stamps=columns["stamps"],  # type: ignore[arg-type]
@@ -448,12 +446,13 @@ def _load(
         projects=columns["projects"],  # type: ignore[arg-type]
         submitted=submitted,
         submitted_at=moments,
-        settings=[value if value is not None else {} for value in settings],
+        settings=[value if value is not None else {} for value in settings]
+        if good is not None
+        else settings,  # type: ignore[arg-type]
         detail_starts=starts,
         details=columns["details"],  # type: ignore[arg-type]
     )
-    complete = all(good)
-    if not complete:
+    if good is not None and not all(good):
         rows = _Rows()
         for row in itertools.compress(range(count), good):
             rows.keep(files, row)
@@ -478,6 +477,9 @@ _COLUMN_TYPES: dict[str, set[type]] = {
 
 _PER_FILE = ("reasons", "versions", "backends", "jobs", "projects", "submitted", "settings")
 """The columns with one value per file (besides ``names``)."""
+
+_NO_SETTINGS: Mapping[str, Any] = {}
+"""The settings of every row that has none (never changed)."""
 
 _VERSIONS = frozenset({1, 2})
 """The handle versions an entry may have (the store reads no other)."""

@@ -6,8 +6,9 @@ names the local backend. Each tool is a fresh process; the figures are wall time
 (user + system of the process and its children, from ``getrusage``), so a busy machine shows in
 the wall figure but not in the CPU one. Measured:
 
-- ``x-tui status``, the first time (nothing kept yet) and again (the store's index and the final
-  states kept by the first call);
+- ``x-tui status``, the first time (no store index yet: every handle file is read) and again
+  (from the index the first call made); every run's final state is kept, as after the TUI, the
+  watcher or an earlier ``status`` saw them end;
 - ``x-tui status RUN_ID`` on this store and on a store of 100 runs: a constant-time answer costs
   the same on both;
 - ``substrax-compute status`` (the reference), on the same store, stopped after ``--substrax-limit``
@@ -16,7 +17,10 @@ the wall figure but not in the CPU one. Measured:
 substrax comes from ``scripts/install_substrax.sh`` (the interop tests' cached environment); without
 it the reference is skipped, saying why.
 
-    uv run python bench/status_scale.py [--runs 100000] [--substrax-limit 120]
+    uv run python bench/status_scale.py [--runs 100000] [--substrax-limit 120] [--store DIR]
+
+``--store DIR`` keeps the generated stores in ``DIR`` (made there once, then reused; the index is
+removed before the first call), so a run of the benchmark need not write 100,000 files again.
 
 Aims: ``x-tui status`` under 2 s with 100,000 runs; ``status RUN_ID`` the same at any size.
 """
@@ -28,6 +32,7 @@ import datetime as dt
 import json
 import os
 import resource
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -82,15 +87,35 @@ def make_store(root: Path, count: int, *, known_final: bool = True) -> tuple[Pat
         (runs / f"{run_id}.json").write_text(json.dumps(handle, indent=2) + "\n", encoding="utf-8")
         ids.append(run_id)
     if known_final:
-        final = {
-            run_id: {"state": "failed", "ended_at": start.timestamp() + 60 * index + 30}
-            for index, run_id in enumerate(ids)
-        }
-        (state / "x-tui").mkdir(parents=True, exist_ok=True)
-        (state / "x-tui" / "final-states.json").write_text(
-            json.dumps({"version": 1, "runs": final}), encoding="utf-8"
+        from x_tui.app.final_states import final_states_path, write_final_states
+        from x_tui.compute.backend import RunState
+
+        write_final_states(
+            final_states_path(runs),
+            {
+                run_id: (RunState.FAILED, start.timestamp() + 60 * index + 30)
+                for index, run_id in enumerate(ids)
+            },
         )
+    (root / "ids.txt").write_text("\n".join(ids) + "\n", encoding="utf-8")
     return state, ids
+
+
+def kept_store(root: Path, count: int) -> tuple[Path, list[str]]:
+    """The store of ``count`` runs under ``root``, made by :func:`make_store` if it is not there.
+
+    Its index is removed, so the first call reads every handle file again.
+    """
+    ids_file = root / "ids.txt"
+    if ids_file.is_file():
+        ids = ids_file.read_text(encoding="utf-8").split()
+        if len(ids) == count:
+            state = root / "state"
+            (state / "x-tui" / "runs-index.json").unlink(missing_ok=True)
+            return state, ids
+    if root.exists():
+        shutil.rmtree(root)
+    return make_store(root, count)
 
 
 def timed(
@@ -144,12 +169,14 @@ def main() -> int:
     parser.add_argument("--substrax-limit", type=float, default=120.0)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--x-tui-limit", type=float, default=600.0)
+    parser.add_argument("--store", type=Path, default=None, help="keep the stores here")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
+        kept = args.store.resolve() if args.store is not None else scratch
         build = time.perf_counter()
-        state, ids = make_store(scratch / "big", args.runs)
-        small_state, small_ids = make_store(scratch / "small", 100)
+        state, ids = kept_store(kept / f"runs-{args.runs}", args.runs)
+        small_state, small_ids = kept_store(kept / "runs-100", 100)
         print(f"stores written in {time.perf_counter() - build:.1f} s")
         env = {
             **os.environ,

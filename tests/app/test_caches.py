@@ -17,7 +17,7 @@ from typing import Any, cast
 import pytest
 
 from tests.support import wait_for
-from x_tui.app.final_states import read_final_states, write_final_states
+from x_tui.app.final_states import keep_final_states, read_final_states, write_final_states
 from x_tui.app.log_spool import LogSpools
 from x_tui.compute.backend import ComputeBackend, RunState
 
@@ -72,6 +72,47 @@ def test_entries_that_are_not_final_states_of_run_ids_are_skipped(tmp_path: Path
         )
     )
     assert read_final_states(cache) == {good: (RunState.SUCCEEDED, 5.0)}
+
+
+def test_final_states_are_kept_as_columns_and_an_older_cache_is_still_read(tmp_path: Path) -> None:
+    cache = tmp_path / "final-states.json"
+    older = {"version": 1, "runs": {RUN_ID: {"state": "failed", "ended_at": 5.0}}}
+    cache.write_text(json.dumps(older))  # as x-tui kept them before
+    assert read_final_states(cache) == {RUN_ID: (RunState.FAILED, 5.0)}
+    other = "other-20260919T120000Z-000002"
+    keep_final_states(cache, {other: (RunState.SUCCEEDED, None)})
+    assert json.loads(cache.read_text()) == {
+        "version": 2,
+        "run_ids": [other, RUN_ID],
+        "states": ["succeeded", "failed"],
+        "ended_at": [None, 5.0],
+    }
+    assert read_final_states(cache) == {
+        RUN_ID: (RunState.FAILED, 5.0),
+        other: (RunState.SUCCEEDED, None),
+    }
+
+
+def test_column_entries_that_are_not_final_states_of_run_ids_are_skipped(tmp_path: Path) -> None:
+    cache = tmp_path / "final-states.json"
+    good = "good-20260919T120000Z-000001"
+    entries = [
+        (good, "succeeded", 5),  # a whole number is a time too
+        ("../../etc/passwd", "succeeded", 5.0),
+        ("run-20260919T120000Z-000002", "running", None),
+        ("run-20260919T120000Z-000003", "failed", "NaN"),
+        ("run-20260919T120000Z-000004", ["failed"], None),
+        (7, "failed", None),
+    ]
+    columns = [list(column) for column in zip(*entries, strict=True)]
+    cache.write_text(
+        json.dumps(
+            {"version": 2, "run_ids": columns[0], "states": columns[1], "ended_at": columns[2]}
+        )
+    )
+    assert read_final_states(cache) == {good: (RunState.SUCCEEDED, 5.0)}
+    cache.write_text(json.dumps({"version": 2, "run_ids": [good], "states": [], "ended_at": []}))
+    assert read_final_states(cache) is None  # columns out of step: rebuilt
 
 
 def test_a_cache_replaced_by_a_fifo_is_written_anew_as_a_file(tmp_path: Path) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -256,3 +257,62 @@ def test_listed_version_1_handles_say_where_their_settings_come_from(tmp_path: P
     assert store.settings_origin(substrax_run) is SettingsOrigin.PROJECT
     store.side_record_of(by_x_tui.run_id).unlink()  # asked again of a handle it did not list
     assert store.settings_origin(by_x_tui) is SettingsOrigin.PROJECT
+
+
+def _slow_fields(data: object) -> tuple[object, ...]:
+    """What the generic record reader makes of a handle, as the index keeps it."""
+    from x_tui.compute.store import read_handle
+    from x_tui.compute.worker.records import format_datetime
+
+    run = read_handle(data)
+    return (
+        run.schema_version,
+        run.run_id,
+        run.backend,
+        run.job,
+        run.project,
+        format_datetime(run.submitted_at),
+        dict(run.settings),
+        dict(run.details),
+    )
+
+
+def _variants() -> list[object]:
+    good = json.loads(handle_json(handle(0)))
+    version_1 = {key: value for key, value in good.items() if key != "settings"}
+    version_1["schema_version"] = 1
+    changes: list[tuple[str, object]] = [
+        ("schema_version", True),
+        ("schema_version", 3),
+        ("schema_version", "2"),
+        ("run_id", "not a run id"),
+        ("run_id", 7),
+        ("backend", None),
+        ("submitted_at", "yesterday"),
+        ("submitted_at", "2026-09-19T12:00:00"),
+        ("submitted_at", "2026-09-19T14:00:00+02:00"),
+        ("settings", [1]),
+        ("settings", {"deep": {"list": [1, None, "x"]}}),
+        ("details", {"pid": 7}),
+        ("details", []),
+        ("unknown", 1),
+    ]
+    variants: list[object] = [good, version_1, [], "handle", None]
+    variants += [{**good, key: value} for key, value in changes]
+    variants += [{**version_1, "settings": {}}, {k: v for k, v in good.items() if k != "job"}]
+    variants += [{k: v for k, v in good.items() if k not in ("settings", "details")}]
+    return variants
+
+
+@pytest.mark.parametrize("data", _variants())
+def test_a_handle_is_read_for_the_index_as_the_record_reader_reads_it(data: object) -> None:
+    from x_tui.compute.store import handle_fields
+    from x_tui.compute.worker.records import RecordError
+
+    def outcome(read: Callable[[object], tuple[object, ...]]) -> object:
+        try:
+            return tuple(read(data))
+        except RecordError as error:
+            return f"refused: {error}"
+
+    assert outcome(handle_fields) == outcome(_slow_fields)

@@ -178,30 +178,39 @@ def indexed_runs(
         files = _Rows().done()
     try:
         with os.scandir(runs_dir) as listing:
-            found = [entry for entry in listing if is_handle_name(entry.name)]
+            found = {entry.name: entry for entry in listing if is_handle_name(entry.name)}
     except OSError:
         return _Rows().done()
-    rows_of = {name: row for row, name in enumerate(files.names)}
-    fresh = _Rows()
-    changed = kept is None or kept[0] != directory.st_mtime_ns or not kept[2]
-    for entry in found:
+    kept_rows: list[int] = []  # the index's rows whose files are as they were, in its order
+    fresh = _Rows()  # the files read again
+    stamps = files.stamps
+    for row, name in enumerate(files.names):
+        entry = found.pop(name, None)
+        if entry is None:
+            continue  # removed
         try:
             info = entry.stat(follow_symlinks=False)
         except OSError:
             continue  # removed since it was listed
-        stamp = (info.st_mtime_ns, info.st_size, info.st_ino)
-        row = rows_of.get(entry.name)
-        if row is not None and files.stamp(row) == stamp:
-            fresh.keep(files, row)
-            continue
-        fields, reason = read(runs_dir / entry.name)
-        changed = True
-        if fields is None and reason is None:
-            continue  # removed since it was listed
-        fresh.add(entry.name, stamp, fields, reason)
-    if fresh.count != len(files):
-        changed = True
-    result = fresh.done()
+        at = 3 * row
+        if (
+            stamps[at] == info.st_mtime_ns
+            and stamps[at + 1] == info.st_size
+            and stamps[at + 2] == info.st_ino
+        ):
+            kept_rows.append(row)
+        else:
+            fresh.read(runs_dir, entry, read)
+    for entry in found.values():
+        fresh.read(runs_dir, entry, read)  # new since the index was made
+    changed = (
+        kept is None
+        or kept[0] != directory.st_mtime_ns
+        or not kept[2]
+        or fresh.count > 0
+        or len(kept_rows) != len(files)
+    )
+    result = _in_listing_order(_joined(_rows_of(files, kept_rows), fresh.done()))
     if changed or time.time_ns() - directory.st_mtime_ns >= SETTLED_NS:
         _save(index_path, runs_dir, directory.st_mtime_ns, result)
     return result
@@ -237,20 +246,15 @@ class _Rows:
         """The rows added so far."""
         return len(self.names)
 
-    def keep(self, files: IndexedFiles, row: int) -> None:
-        """Add ``files``' row ``row`` as it is."""
-        self.names.append(files.names[row])
-        self.stamps.extend(files.stamp(row))
-        self.reasons.append(files.reasons[row])
-        self.versions.append(files.versions[row])
-        self.backends.append(files.backends[row])
-        self.jobs.append(files.jobs[row])
-        self.projects.append(files.projects[row])
-        self.submitted.append(files.submitted[row])
-        self.submitted_at.append(files.submitted_at[row])
-        self.settings.append(files.settings[row])
-        self.details.extend(files.details[files.detail_starts[row] : files.detail_starts[row + 1]])
-        self.detail_starts.append(len(self.details))
+    def read(self, runs_dir: Path, entry: os.DirEntry[str], read: ReadFile) -> None:
+        """Read a file of the directory and add it (nothing when it is gone)."""
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:
+            return  # removed since it was listed
+        fields, reason = read(runs_dir / entry.name)
+        if fields is not None or reason is not None:
+            self.add(entry.name, (info.st_mtime_ns, info.st_size, info.st_ino), fields, reason)
 
     def add(self, name: str, stamp: Stamp, fields: HandleFields | None, reason: str | None) -> None:
         """Add a file just read: its fields, or why it cannot be read."""
@@ -273,7 +277,7 @@ class _Rows:
         self.detail_starts.append(len(self.details))
 
     def done(self) -> IndexedFiles:
-        """The rows in listing order."""
+        """The rows, in listing order."""
         return _in_listing_order(
             IndexedFiles(
                 names=self.names,
@@ -295,32 +299,62 @@ class _Rows:
 def _in_listing_order(files: IndexedFiles) -> IndexedFiles:
     """``files`` with the readable rows newest first (by time, then run id), then the others.
 
-    Rows already in that order (as read back from the index) are seen so in a few passes in C.
+    Rows already in that order (as read back from the index) are seen so in a few passes in C;
+    rows in a few ordered runs (the index's, then the files read again) are sorted in one pass.
     """
     if _is_listing_order(files.names, files.submitted_at):
         return files
     names, moments = files.names, files.submitted_at
+    run_ids = [name[:-5] for name in names]
     readable = [row for row, moment in enumerate(moments) if moment is not None]
-    readable.sort(key=lambda row: (moments[row], names[row][:-5]), reverse=True)
+    readable.sort(key=run_ids.__getitem__, reverse=True)  # stable: then by time, ties kept
+    readable.sort(key=moments.__getitem__, reverse=True)  # type: ignore[arg-type]
     unreadable = [row for row, moment in enumerate(moments) if moment is None]
     unreadable.sort(key=names.__getitem__)
-    order = readable + unreadable
+    return _rows_of(files, readable + unreadable)
+
+
+def _rows_of(files: IndexedFiles, rows: list[int]) -> IndexedFiles:
+    """The rows ``rows`` of ``files``, in that order."""
+    if rows == list(range(len(files))):
+        return files
     stamps, starts, details = files.stamps, files.detail_starts, files.details
     return IndexedFiles(
-        names=[names[row] for row in order],
-        stamps=[stamps[3 * row + part] for row in order for part in range(3)],
-        reasons=[files.reasons[row] for row in order],
-        versions=[files.versions[row] for row in order],
-        backends=[files.backends[row] for row in order],
-        jobs=[files.jobs[row] for row in order],
-        projects=[files.projects[row] for row in order],
-        submitted=[files.submitted[row] for row in order],
-        submitted_at=[moments[row] for row in order],
-        settings=[files.settings[row] for row in order],
+        names=list(map(files.names.__getitem__, rows)),
+        stamps=[stamps[3 * row + part] for row in rows for part in range(3)],
+        reasons=list(map(files.reasons.__getitem__, rows)),
+        versions=list(map(files.versions.__getitem__, rows)),
+        backends=list(map(files.backends.__getitem__, rows)),
+        jobs=list(map(files.jobs.__getitem__, rows)),
+        projects=list(map(files.projects.__getitem__, rows)),
+        submitted=list(map(files.submitted.__getitem__, rows)),
+        submitted_at=list(map(files.submitted_at.__getitem__, rows)),
+        settings=list(map(files.settings.__getitem__, rows)),
         detail_starts=list(
-            itertools.accumulate((starts[row + 1] - starts[row] for row in order), initial=0)
+            itertools.accumulate((starts[row + 1] - starts[row] for row in rows), initial=0)
         ),
-        details=[text for row in order for text in details[starts[row] : starts[row + 1]]],
+        details=[text for row in rows for text in details[starts[row] : starts[row + 1]]],
+    )
+
+
+def _joined(first: IndexedFiles, second: IndexedFiles) -> IndexedFiles:
+    """The rows of ``first``, then those of ``second``."""
+    if not len(second):
+        return first
+    offset = first.detail_starts[-1]
+    return IndexedFiles(
+        names=first.names + second.names,
+        stamps=first.stamps + second.stamps,
+        reasons=first.reasons + second.reasons,
+        versions=first.versions + second.versions,
+        backends=first.backends + second.backends,
+        jobs=first.jobs + second.jobs,
+        projects=first.projects + second.projects,
+        submitted=first.submitted + second.submitted,
+        submitted_at=first.submitted_at + second.submitted_at,
+        settings=first.settings + second.settings,
+        detail_starts=first.detail_starts + [offset + start for start in second.detail_starts[1:]],
+        details=first.details + second.details,
     )
 
 
@@ -453,10 +487,8 @@ def _load(
         details=columns["details"],  # type: ignore[arg-type]
     )
     if good is not None and not all(good):
-        rows = _Rows()
-        for row in itertools.compress(range(count), good):
-            rows.keep(files, row)
-        return dir_mtime, built, False, rows.done()
+        sound = _rows_of(files, list(itertools.compress(range(count), good)))
+        return dir_mtime, built, False, _in_listing_order(sound)
     return dir_mtime, built, True, _in_listing_order(files)
 
 

@@ -457,10 +457,6 @@ def _with_watch(line: str, watch: dict[str, JsonValue]) -> str:
     return with_guard(line, watch)
 
 
-def _state_text(state: RunState | None) -> str:
-    return state.value if state is not None else "unknown"
-
-
 def logs(args: argparse.Namespace) -> int:
     """``x-tui logs RUN_ID [--follow | --attempts]``: the run's log lines.
 

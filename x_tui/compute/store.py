@@ -547,6 +547,20 @@ class RunStore:
         projects: dict[tuple[str, str], dict[str, JsonValue] | str] = {}
         rows = [row for row, version in enumerate(files.versions) if version == 1]
         names, backends = files.names, files.backends
+        if side_names is not None and side_names.isdisjoint(map(names.__getitem__, rows)):
+            # substrax's runs only (no side record): each project's settings read once.
+            projects_of = map(files.projects.__getitem__, rows)
+            keys = list(zip(projects_of, map(backends.__getitem__, rows), strict=True))
+            for project, backend in set(keys):
+                try:
+                    projects[(project, backend)] = project_settings(Path(project), backend)
+                except RecordError as error:
+                    projects[(project, backend)] = str(error)
+            if not any(isinstance(known, str) for known in projects.values()):
+                for row, frozen in zip(rows, map(projects.__getitem__, keys), strict=True):
+                    settings[row] = frozen  # type: ignore[assignment]
+                    origins[row] = SettingsOrigin.PROJECT
+                return
         for row, project in zip(rows, map(files.projects.__getitem__, rows), strict=True):
             name, backend = names[row], backends[row]
             known = projects.get((project, backend))

@@ -316,3 +316,43 @@ def test_a_handle_is_read_for_the_index_as_the_record_reader_reads_it(data: obje
             return f"refused: {error}"
 
     assert outcome(handle_fields) == outcome(_slow_fields)
+
+
+def test_substrax_runs_of_a_project_that_cannot_be_read_are_named_the_others_listed(
+    tmp_path: Path,
+) -> None:
+    from x_tui.compute.store import SettingsOrigin
+
+    good, broken = tmp_path / "good", tmp_path / "broken"
+    for project in (good, broken):
+        project.mkdir()
+    (good / "pyproject.toml").write_text(
+        '[tool.substrax.compute]\n\n[tool.substrax.compute.backends.local]\npython = "/p"\n'
+    )
+    (broken / "pyproject.toml").write_text("[tool.other]\n")
+    store = RunStore(tmp_path / "state" / "compute" / "runs")
+    store.root.mkdir(parents=True)
+    runs = [
+        RunHandle(
+            **{
+                **_fields(handle(index)),
+                "schema_version": 1,
+                "project": str(good if index % 2 else broken),
+                "settings": {},
+            }
+        )
+        for index in range(4)
+    ]
+    for run in runs:
+        substrax_save(store, run)
+    settle(store)
+    for _ in range(2):  # from the files, then from the index
+        listing = store.listing()
+        assert [(run.run_id, run.origin) for run in listing.runs] == [
+            (runs[3].run_id, SettingsOrigin.PROJECT),
+            (runs[1].run_id, SettingsOrigin.PROJECT),
+        ]
+        assert listing.handle(listing.runs[0]).settings == {"python": "/p"}
+        unreadable = listing.unreadable
+        assert sorted(unreadable) == sorted(store.path_of(runs[i].run_id) for i in (0, 2))
+        assert all("settings from the project" in why for why in unreadable.values())

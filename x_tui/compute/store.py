@@ -620,16 +620,17 @@ class RunStore:
 
     def _read_fields(self, path: Path) -> tuple[HandleFields | None, str | None]:
         """A handle file's fields as the index keeps them, or why it cannot be read."""
-        if not RUN_ID_PATTERN.fullmatch(path.stem):
-            return None, f"{path.stem!r} is not a run id, so it holds no run"
+        stem = path.stem
+        if not RUN_ID_PATTERN.fullmatch(stem):
+            return None, f"{stem!r} is not a run id, so it holds no run"
         try:
             fields = read_record_file(path, handle_fields, max_bytes=HANDLE_BYTES)
         except FileNotFoundError:
             return None, None
         except BadRecordError as error:
             return None, str(error).removeprefix(f"{path}: ")
-        if fields.run_id != path.stem:
-            return None, misfiled_reason("run", fields.run_id, path.stem)
+        if fields.run_id != stem:
+            return None, misfiled_reason("run", fields.run_id, stem)
         return fields, None
 
     def delete(self, run_id: str) -> None:

@@ -168,19 +168,19 @@ def indexed_runs(
     try:
         directory = os.stat(runs_dir)
     except OSError:
-        return _Rows().done()
+        return _no_files()
     kept = _load(index_path, runs_dir, is_run_file)
     if kept is not None:
         dir_mtime, built, complete, files = kept
         if complete and dir_mtime == directory.st_mtime_ns and built - dir_mtime >= SETTLED_NS:
             return files
     else:
-        files = _Rows().done()
+        files = _no_files()
     try:
         with os.scandir(runs_dir) as listing:
             found = {entry.name: entry for entry in listing if is_handle_name(entry.name)}
     except OSError:
-        return _Rows().done()
+        return _no_files()
     kept_rows: list[int] = []  # the index's rows whose files are as they were, in its order
     fresh = _Rows()  # the files read again
     stamps = files.stamps
@@ -216,22 +216,28 @@ def indexed_runs(
     return result
 
 
+class _Row(NamedTuple):
+    """One file just read, as :class:`_Rows` keeps it until the rows are put in order."""
+
+    submitted_at: dt.datetime | None
+    run_id: str
+    name: str
+    stamp: Stamp
+    reason: str | None
+    version: int
+    backend: str
+    job: str
+    project: str
+    submitted: str
+    settings: Mapping[str, Any]
+    details: tuple[str, ...]
+
+
 class _Rows:
-    """Builds an :class:`IndexedFiles` row by row, then puts it in listing order."""
+    """Builds an :class:`IndexedFiles` of files read one by one, in listing order."""
 
     def __init__(self) -> None:
-        self.names: list[str] = []
-        self.stamps: list[int] = []
-        self.reasons: list[str | None] = []
-        self.versions: list[int] = []
-        self.backends: list[str] = []
-        self.jobs: list[str] = []
-        self.projects: list[str] = []
-        self.submitted: list[str] = []
-        self.submitted_at: list[dt.datetime | None] = []
-        self.settings: list[Mapping[str, Any]] = []
-        self.details: list[str] = []
-        self.detail_starts: list[int] = [0]
+        self.rows: list[_Row] = []
         self._settings_by_text: dict[str, Mapping[str, Any]] = {}
 
     def _shared(self, settings: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -244,7 +250,7 @@ class _Rows:
     @property
     def count(self) -> int:
         """The rows added so far."""
-        return len(self.names)
+        return len(self.rows)
 
     def read(self, runs_dir: Path, entry: os.DirEntry[str], read: ReadFile) -> None:
         """Read a file of the directory and add it (nothing when it is gone)."""
@@ -259,40 +265,52 @@ class _Rows:
     def add(self, name: str, stamp: Stamp, fields: HandleFields | None, reason: str | None) -> None:
         """Add a file just read: its fields, or why it cannot be read."""
         moment = _moment(fields.submitted_at) if fields is not None else None
-        if fields is not None and moment is None:
-            reason = f"submitted_at {fields.submitted_at!r} is not a date and time"
-            fields = None
-        self.names.append(name)
-        self.stamps.extend(stamp)
-        self.reasons.append(reason if fields is None else None)
-        self.versions.append(fields.schema_version if fields is not None else 0)
-        self.backends.append(fields.backend if fields is not None else "")
-        self.jobs.append(fields.job if fields is not None else "")
-        self.projects.append(fields.project if fields is not None else "")
-        self.submitted.append(fields.submitted_at if fields is not None else "")
-        self.submitted_at.append(moment)
-        self.settings.append(self._shared(fields.settings) if fields is not None else _NO_SETTINGS)
-        if fields is not None:
-            self.details.extend(text for pair in fields.details.items() for text in pair)
-        self.detail_starts.append(len(self.details))
+        if fields is None or moment is None:
+            if fields is not None:
+                reason = f"submitted_at {fields.submitted_at!r} is not a date and time"
+            row = _Row(None, "", name, stamp, reason, 0, "", "", "", "", _NO_SETTINGS, ())
+        else:
+            row = _Row(
+                moment,
+                name[:-5],
+                name,
+                stamp,
+                None,
+                fields.schema_version,
+                fields.backend,
+                fields.job,
+                fields.project,
+                fields.submitted_at,
+                self._shared(fields.settings),
+                tuple(text for pair in fields.details.items() for text in pair),
+            )
+        self.rows.append(row)
 
     def done(self) -> IndexedFiles:
-        """The rows, in listing order."""
-        return _in_listing_order(
-            IndexedFiles(
-                names=self.names,
-                stamps=self.stamps,
-                reasons=self.reasons,
-                versions=self.versions,
-                backends=self.backends,
-                jobs=self.jobs,
-                projects=self.projects,
-                submitted=self.submitted,
-                submitted_at=self.submitted_at,
-                settings=self.settings,
-                detail_starts=self.detail_starts,
-                details=self.details,
-            )
+        """The rows, in listing order (sorted, then turned into columns, in C)."""
+        readable = [row for row in self.rows if row.submitted_at is not None]
+        readable.sort(key=operator.itemgetter(1), reverse=True)  # stable: then by time
+        readable.sort(key=operator.itemgetter(0), reverse=True)
+        unreadable = sorted(
+            (row for row in self.rows if row.submitted_at is None), key=operator.itemgetter(2)
+        )
+        ordered = readable + unreadable
+        if not ordered:
+            return _no_files()
+        columns = list(zip(*ordered, strict=True))
+        return IndexedFiles(
+            names=list(columns[2]),
+            stamps=list(itertools.chain.from_iterable(columns[3])),
+            reasons=list(columns[4]),
+            versions=list(columns[5]),
+            backends=list(columns[6]),
+            jobs=list(columns[7]),
+            projects=list(columns[8]),
+            submitted=list(columns[9]),
+            submitted_at=list(columns[0]),
+            settings=list(columns[10]),
+            detail_starts=list(itertools.accumulate(map(len, columns[11]), initial=0)),
+            details=list(itertools.chain.from_iterable(columns[11])),
         )
 
 
@@ -312,6 +330,11 @@ def _in_listing_order(files: IndexedFiles) -> IndexedFiles:
     unreadable = [row for row, moment in enumerate(moments) if moment is None]
     unreadable.sort(key=names.__getitem__)
     return _rows_of(files, readable + unreadable)
+
+
+def _no_files() -> IndexedFiles:
+    """An index of no file."""
+    return IndexedFiles([], [], [], [], [], [], [], [], [], [], [0], [])
 
 
 def _rows_of(files: IndexedFiles, rows: list[int]) -> IndexedFiles:

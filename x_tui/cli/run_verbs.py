@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import functools
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -335,13 +336,12 @@ def _listing_lines(
         sweep = by_run.get(run.run_id)
         if sweep is not None:
             members.setdefault(sweep.sweep_id, []).append(run)
-    texts: dict[str, str] = {}  # each backend's and job's name, escaped once
+    escape = functools.cache(escaped)  # each backend's and job's name escaped once
 
     def line(run: ListedRun) -> str:
         state = states[run.run_id]
-        backend = texts.get(run.backend) or texts.setdefault(run.backend, escaped(run.backend))
-        job = texts.get(run.job) or texts.setdefault(run.job, escaped(run.job))
-        text = f"{run.run_id}  {backend}  {job}  {state.value if state is not None else 'unknown'}"
+        name = _STATE_NAMES.get(state, "unknown")
+        text = f"{run.run_id}  {escape(run.backend)}  {escape(run.job)}  {name}"
         if now is not None:
             text = f"{text}  {age_text(run.submitted_at, now)}"
         if run.origin is SettingsOrigin.PROJECT:
@@ -424,6 +424,9 @@ def _launch_json(record: LaunchRecord) -> dict[str, JsonValue]:
         "reason": record.reason or None,
     }
 
+
+_STATE_NAMES: dict[RunState | None, str] = {state: state.value for state in RunState}
+"""Each state's name, as the listing writes it (``unknown`` for none)."""
 
 _FINAL = frozenset(state for state in RunState if state.is_final)
 """The states a run ends in."""

@@ -9,6 +9,8 @@ the wall figure but not in the CPU one. Measured:
 - ``x-tui status``, the first time (no store index yet: every handle file is read) and again
   (from the index the first call made); every run's final state is kept, as after the TUI, the
   watcher or an earlier ``status`` saw them end;
+- ``x-tui status`` after substrax saved one more run (the runs directory changed, so every handle
+  file's stamp is looked at and the index written again);
 - ``x-tui status RUN_ID`` on this store and on a store of 100 runs: a constant-time answer costs
   the same on both;
 - ``substrax-compute status`` (the reference), on the same store, stopped after ``--substrax-limit``
@@ -43,6 +45,9 @@ from pathlib import Path
 
 SUBSTRAX_VERSION = "0.1.22"
 X_TUI = [sys.executable, "-m", "x_tui"]
+ADDED_AT = dt.datetime(2099, 1, 1, tzinfo=dt.UTC)
+ADDED_RUN = f"train-{ADDED_AT:%Y%m%dT%H%M%SZ}-ffffff"
+"""The run saved after the first listings (its final state is kept, as after the TUI saw it)."""
 
 
 def substrax_home() -> Path:
@@ -77,16 +82,7 @@ def make_store(root: Path, count: int, *, known_final: bool = True) -> tuple[Pat
     for index in range(count):
         moment = start + dt.timedelta(minutes=index)
         run_id = f"train-{moment:%Y%m%dT%H%M%SZ}-{index % 0xFFFFFF:06x}"
-        handle = {
-            "schema_version": 1,
-            "run_id": run_id,
-            "backend": "local",
-            "job": "train",
-            "project": str(project),
-            "submitted_at": moment.isoformat(),
-            "details": {"pid": "999999999", "run_dir": str(state / "compute" / "local" / run_id)},
-        }
-        (runs / f"{run_id}.json").write_text(json.dumps(handle, indent=2) + "\n", encoding="utf-8")
+        (runs / f"{run_id}.json").write_text(_handle_text(state, run_id, moment), encoding="utf-8")
         ids.append(run_id)
     if known_final:
         from x_tui.app.final_states import final_states_path, write_final_states
@@ -96,11 +92,37 @@ def make_store(root: Path, count: int, *, known_final: bool = True) -> tuple[Pat
             final_states_path(runs),
             {
                 run_id: (RunState.FAILED, start.timestamp() + 60 * index + 30)
-                for index, run_id in enumerate(ids)
+                for index, run_id in enumerate([*ids, ADDED_RUN])  # the run added, once seen
             },
         )
     (root / "ids.txt").write_text("\n".join(ids) + "\n", encoding="utf-8")
     return state, ids
+
+
+def _handle_text(state: Path, run_id: str, moment: dt.datetime) -> str:
+    """A finished local run's version 1 handle, as substrax 0.1.x writes it."""
+    handle = {
+        "schema_version": 1,
+        "run_id": run_id,
+        "backend": "local",
+        "job": "train",
+        "project": str(state.parent / "project"),
+        "submitted_at": moment.isoformat(),
+        "details": {"pid": "999999999", "run_dir": str(state / "compute" / "local" / run_id)},
+    }
+    return json.dumps(handle, indent=2) + "\n"
+
+
+def add_run(state: Path) -> Path:
+    """Save one more run as substrax does (a partial file renamed into place): the newest.
+
+    Returns:
+        Its handle file.
+    """
+    runs = state / "compute" / "runs"
+    partial = runs / f".{ADDED_RUN}.partial"
+    partial.write_text(_handle_text(state, ADDED_RUN, ADDED_AT), encoding="utf-8")
+    return partial.replace(runs / f"{ADDED_RUN}.json")
 
 
 def kept_store(root: Path, count: int) -> tuple[Path, list[str]]:
@@ -212,6 +234,13 @@ def main() -> int:
         )
         print(
             f"  x-tui status, again              {warm[0]:7.2f} / {warm[1]:7.2f}  {_lines(warm[2])}"
+        )
+        added = add_run(state)  # the store changed: every file's stamp is looked at
+        changed = timed([*X_TUI, "status"], env, project, args.x_tui_limit)
+        added.unlink()
+        print(
+            f"  x-tui status, after a new run    {changed[0]:7.2f} / {changed[1]:7.2f}"
+            f"  {_lines(changed[2])}"
         )
         one = min(
             (

@@ -356,3 +356,21 @@ def test_substrax_runs_of_a_project_that_cannot_be_read_are_named_the_others_lis
         unreadable = listing.unreadable
         assert sorted(unreadable) == sorted(store.path_of(runs[i].run_id) for i in (0, 2))
         assert all("settings from the project" in why for why in unreadable.values())
+
+
+def test_runs_saved_among_the_indexed_ones_are_listed_in_their_places(store: RunStore) -> None:
+    for index in range(0, 20, 2):
+        store.save(handle(index))
+    settle(store)
+    store.read_all()
+    for index in (-1, 5, 11, 25):  # older than all, between, newer than all
+        substrax_save(store, handle(index) if index >= 0 else handle(0, job="early"))
+    (store.root / "zz-notes.json").write_text("{}")  # an unreadable file, listed last
+    (store.root / "aa-notes.json").write_text("{}")
+    listed = store.read_all()
+    store.index_path.unlink()
+    truth = RunStore(store.root).read_all()
+    assert listed == truth
+    assert listed.handles[0].run_id == handle(25).run_id
+    assert list(listed.unreadable) == [store.root / "aa-notes.json", store.root / "zz-notes.json"]
+    assert RunStore(store.root).read_all() == truth  # and from the index written just now

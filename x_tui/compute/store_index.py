@@ -178,32 +178,41 @@ def indexed_runs(
     else:
         files = _no_files()
     try:
-        with os.scandir(runs_dir) as listing:
-            found = {entry.name: entry for entry in listing if is_handle_name(entry.name)}
+        directory_fd = os.open(runs_dir, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
     except OSError:
         return _no_files()
     kept_rows: list[int] = []  # the index's rows whose files are as they were, in its order
     fresh = _Rows()  # the files read again
-    stamps = files.stamps
-    for row, name in enumerate(files.names):
-        entry = found.pop(name, None)
-        if entry is None:
-            continue  # removed
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            continue  # removed since it was listed
-        at = 3 * row
-        if (
-            stamps[at] == info.st_mtime_ns
-            and stamps[at + 1] == info.st_size
-            and stamps[at + 2] == info.st_ino
-        ):
-            kept_rows.append(row)
-        else:
-            fresh.read(runs_dir, entry, read)
-    for entry in found.values():
-        fresh.read(runs_dir, entry, read)  # new since the index was made
+    try:
+        present = {name for name in os.listdir(directory_fd) if is_handle_name(name)}
+        stamps = files.stamps
+        for row, name in enumerate(files.names):
+            if name not in present:
+                continue  # removed
+            present.discard(name)
+            try:
+                info = os.lstat(name, dir_fd=directory_fd)
+            except OSError:
+                continue  # removed since it was listed
+            at = 3 * row
+            if (
+                stamps[at] == info.st_mtime_ns
+                and stamps[at + 1] == info.st_size
+                and stamps[at + 2] == info.st_ino
+            ):
+                kept_rows.append(row)
+            else:
+                fresh.read(runs_dir / name, info, read)
+        for name in present:  # new since the index was made
+            try:
+                info = os.lstat(name, dir_fd=directory_fd)
+            except OSError:
+                continue  # removed since it was listed
+            fresh.read(runs_dir / name, info, read)
+    except OSError:
+        return _no_files()
+    finally:
+        os.close(directory_fd)
     changed = (
         kept is None
         or kept[0] != directory.st_mtime_ns
@@ -253,15 +262,11 @@ class _Rows:
         """The rows added so far."""
         return len(self.rows)
 
-    def read(self, runs_dir: Path, entry: os.DirEntry[str], read: ReadFile) -> None:
-        """Read a file of the directory and add it (nothing when it is gone)."""
-        try:
-            info = entry.stat(follow_symlinks=False)
-        except OSError:
-            return  # removed since it was listed
-        fields, reason = read(runs_dir / entry.name)
+    def read(self, path: Path, info: os.stat_result, read: ReadFile) -> None:
+        """Read a file of the directory, ``lstat`` as ``info``, and add it (not if it is gone)."""
+        fields, reason = read(path)
         if fields is not None or reason is not None:
-            self.add(entry.name, (info.st_mtime_ns, info.st_size, info.st_ino), fields, reason)
+            self.add(path.name, (info.st_mtime_ns, info.st_size, info.st_ino), fields, reason)
 
     def add(self, name: str, stamp: Stamp, fields: HandleFields | None, reason: str | None) -> None:
         """Add a file just read: its fields, or why it cannot be read."""

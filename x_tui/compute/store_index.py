@@ -22,8 +22,9 @@ The index is never believed over the store:
 
 The index is columns, one value per handle file in each (not one object per run), in listing
 order: the readable handles newest first, then the unreadable files. So loading it makes no
-object per run beyond its values, it stays within the reader's limit on arrays and objects, and
-putting it in order again costs one pass.
+object per run beyond its values, it stays within the reader's limit on arrays and objects, its
+order is checked in a few passes in C, and a few files read anew (a run saved since) are put in
+their places by bisection.
 """
 
 from __future__ import annotations
@@ -36,11 +37,10 @@ import json
 import operator
 import os
 import time
-import typing
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from x_tui.compute.worker.record_files import UnreadableRecordError, read_cache_file
 from x_tui.compute.worker.records import RecordError, parse_datetime, write_atomic
@@ -473,7 +473,7 @@ def _is_listing_order(names: list[str], moments: list[dt.datetime | None]) -> bo
     readable = moments.index(None) if None in moments else len(moments)
     if moments.count(None) != len(moments) - readable:
         return False
-    times = typing.cast(list[dt.datetime], moments[:readable])
+    times = cast(list[dt.datetime], moments[:readable])
     if not all(map(operator.gt, times, itertools.islice(times, 1, None))):
         return False
     rest = names[readable:]

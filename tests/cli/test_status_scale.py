@@ -8,6 +8,7 @@ final states they are found in are kept, so the next ``status`` asks nothing.
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -71,6 +72,7 @@ def test_kept_final_states_are_listed_newest_first_and_only_the_others_asked(
     monkeypatch.setattr(run_verbs, "backend_for", backend_for)
 
     assert main(["status"]) == 0
+    assert gc.isenabled()  # paused while listing, on again after
     out, err = capsys.readouterr()
     assert err == ""
     listed = [line.split() for line in out.splitlines()]

@@ -7,11 +7,13 @@ shell and any directory, whatever the project's configuration says now.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import functools
+import gc
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 from x_tui.cli.describe import age_text
@@ -19,7 +21,7 @@ from x_tui.cli.guard_notes import GuardNotes, guard_json, with_guard
 from x_tui.cli.metrics_verb import flags_text, watch_json
 from x_tui.cli.output import complain, error_message, print_json, print_log, say, say_lines
 from x_tui.compute.backend import Capability, ComputeBackend, RunState, ability, pieces_of
-from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord
+from x_tui.compute.launches import SUBMITTING, LaunchBook, LaunchRecord, StoredLaunches
 from x_tui.compute.operations import backend_for, fetch_root, read_launches
 from x_tui.compute.outputs import check_destination
 from x_tui.compute.sanitize import escaped
@@ -250,6 +252,34 @@ def status(args: argparse.Namespace) -> int:
         wanted = args.run_id
     elif args.run_id is not None:
         return _status_one(store, launches.records, args.run_id, as_json=args.json, now=now)
+    with _collector_paused():
+        return _status_all(args, store, launches, wanted, now)
+
+
+@contextlib.contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Python's cyclic garbage collector off for a while (on again after, if it was on).
+
+    Listing 100,000 runs makes a few million objects and no reference cycle; the collector's
+    passes over all of them as they are made would cost a quarter of the listing's time.
+    """
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _status_all(
+    args: argparse.Namespace,
+    store: RunStore,
+    launches: StoredLaunches,
+    wanted: str | None,
+    now: dt.datetime | None,
+) -> int:
+    """``x-tui status`` of every run (or a sweep's): see :func:`status`."""
     listing = store.listing()
     recorded = list_sweeps()
     runs: Sequence[ListedRun] = listing.runs

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import datetime as dt
 import enum
+import itertools
 import json
 import os
 import re
@@ -557,8 +558,13 @@ class RunStore:
                 except RecordError as error:
                     projects[(project, backend)] = str(error)
             if not any(isinstance(known, str) for known in projects.values()):
-                for row, frozen in zip(rows, map(projects.__getitem__, keys), strict=True):
-                    settings[row] = frozen  # type: ignore[assignment]
+                frozen = map(projects.__getitem__, keys)
+                if len(rows) == len(settings):  # every run is one of substrax's: lists at once
+                    settings[:] = frozen  # type: ignore[assignment]
+                    origins[:] = itertools.repeat(SettingsOrigin.PROJECT, len(rows))
+                    return
+                for row, value in zip(rows, frozen, strict=True):
+                    settings[row] = value  # type: ignore[assignment]
                     origins[row] = SettingsOrigin.PROJECT
                 return
         for row, project in zip(rows, map(files.projects.__getitem__, rows), strict=True):

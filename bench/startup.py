@@ -4,7 +4,9 @@ The reference is a Textual app with the same widgets (two panes, an option list,
 the same columns, an input, a footer) and no data, measured in the same run. Each sample is a
 fresh process in a pseudo-terminal of 120x40 (Textual's real driver, as over SSH); the time is
 from just before the process is started to the ``Ready`` event (the first frame is on the
-screen). For x-tui it also notes when the runs table first shows a screenful of runs. Best of N.
+screen). For x-tui it also notes when the runs table first shows a screenful of runs. Best of N,
+after one warm-up sample of each (not counted) that writes the modules' bytecode, as a user's
+interpreter keeps it (``PYTHONDONTWRITEBYTECODE`` is dropped for the samples).
 
 The process's own CPU seconds at each marker are printed too: on a machine shared with other
 work, wall times vary with the load, CPU times much less.
@@ -160,6 +162,8 @@ def sample(kind: str, state: Path, scratch: Path) -> dict[str, float]:
     """One fresh process of ``kind`` (``bare`` or ``x-tui``): seconds to each marker."""
     marker = scratch / f"{kind}-{time.monotonic_ns()}.marks"
     env = dict(os.environ)
+    # A user's interpreter keeps the bytecode it compiled (the warm-up sample writes it).
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(
         SUBSTRAX_STATE_DIR=str(state),
         X_TUI_CONFIG=str(scratch / "no-settings.toml"),
@@ -194,6 +198,8 @@ def main() -> int:
         if args.state is None or not (state / "compute" / "runs").is_dir():
             make_store(state, args.runs)
         best: dict[str, float] = {}
+        for kind in ("bare", "x-tui"):  # warm-up, not counted: compiles and caches the bytecode
+            sample(kind, state, scratch)
         for _ in range(args.samples):
             for kind in ("bare", "x-tui"):
                 for name, seconds in sample(kind, state, scratch).items():

@@ -193,10 +193,8 @@ class MainScreen(RunActionScreen):
 
     def highlight_run(self, run_id: str) -> bool:
         """Move the runs table's cursor to ``run_id``'s row; ``False`` when it shows no such row."""
-        table = self.runs
-        if run_id not in table.rows:
+        if not self.runs.reveal(run_id):
             return False
-        table.move_cursor(row=table.get_row_index(run_id), animate=False)
         self._describe_highlighted()
         return True
 

@@ -142,6 +142,7 @@ class RunFollower:
         self._threads: list[threading.Thread] = []
         self._cache_path = service.state_dir / "x-tui" / "final-states.json"
         self._dirty = False
+        self._kept_at_start: frozenset[str] | None = None
         self._scanned = False
         self._published: set[str] = set()
         """The runs of the last listing posted."""
@@ -181,6 +182,13 @@ class RunFollower:
         """The run's state as last reported, or ``None`` before its backend has answered."""
         with self._lock:
             return self._states.get(run_id)
+
+    @property
+    def kept_at_start(self) -> frozenset[str] | None:
+        """The runs whose final state was kept when the watcher started (ended before this
+        session), or ``None`` until the watcher has read them."""
+        with self._lock:
+            return self._kept_at_start
 
     def ended_at(self, run_id: str) -> float | None:
         """When a finished run ended (an epoch time), or ``None`` if it has not (or is unknown)."""
@@ -604,10 +612,13 @@ class RunFollower:
             # Unreadable: rebuilt from the backends' answers, written over it at the next save.
             with self._lock:
                 self._dirty = True
+                self._kept_at_start = frozenset()
             return
         for run_id, (state, ended) in kept.items():
             self._states[run_id] = state
             self._ended[run_id] = ended
+        with self._lock:
+            self._kept_at_start = frozenset(kept)
 
     def _save_final_states(self) -> None:
         # One save at a time, and a caller that finds one under way waits for it to be written

@@ -131,11 +131,6 @@ class ViewKeeper:
             time.monotonic() + AWAY_WAIT if saved is not None and saved.seen_at > 0 else None
         )
         self._away_until = 0.0
-        # The runs known to have ended when the user left: one this session finds ended that is
-        # not among them ended while the user was away.
-        self._ended_before = set(
-            read_final_states(self.state_dir / "x-tui" / "final-states.json") or {}
-        )
         self._last: ViewState | None = None
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="x-tui view")
 
@@ -233,12 +228,17 @@ class ViewKeeper:
             and all(monitor.state_of(h.run_id) is not None for h in monitor.stored.handles)
         ):
             return
+        # The runs known to have ended when the user left (read by the monitor's watcher, off
+        # this thread): one this session finds ended that is not among them ended while away.
+        ended_before = monitor.kept_at_start if monitor is not None else frozenset()
+        if ended_before is None:
+            return
         self._away_due = None
         found: list[AwayItem] = []
         if monitor is not None:
             for handle in monitor.stored.handles:
                 state = monitor.state_of(handle.run_id)
-                if state is None or not state.is_final or handle.run_id in self._ended_before:
+                if state is None or not state.is_final or handle.run_id in ended_before:
                     continue
                 ended = monitor.ended_at(handle.run_id)
                 if ended is None or ended > saved.seen_at:

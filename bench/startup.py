@@ -71,18 +71,37 @@ def _child_bare(marker: Path) -> None:
 
 
 def _child_xtui(marker: Path) -> None:
+    from typing import Any
+
     from x_tui.app.app import XTuiApp
     from x_tui.app.service import Service
+
+    listed = int(os.environ.get("BENCH_RUNS", "0"))
+
+    marked: set[str] = set()
 
     class Timed(XTuiApp):
         def on_ready(self) -> None:
             _mark(marker, "frame")
-            self.set_interval(0.002, self._check_rows)
+            # Checked after each of the monitor's events (the main screen shows it first) and
+            # every 50 ms, not every few milliseconds: the checking would cost more than it finds.
+            self.monitor_events.subscribe(self, self._check_rows)
+            self.set_interval(0.05, self._check_rows)
+            self._check_rows()
 
-        def _check_rows(self) -> None:
-            if self.main_screen.runs.row_count >= SCREENFUL:
+        def _check_rows(self, _event: Any = None) -> None:
+            table = self.main_screen.runs
+            if "rows" not in marked and table.row_count >= SCREENFUL:
+                marked.add("rows")
                 _mark(marker, "rows")
-                self.exit()
+            if "listed" not in marked and table.shown_count >= listed:
+                marked.add("listed")
+                # Every run listed: the rest of the turn builds what the table builds for them.
+                self.call_after_refresh(self._listed)
+
+        def _listed(self) -> None:
+            _mark(marker, "listed")
+            self.exit()
 
     Timed(None, service=Service()).run()
 
@@ -158,7 +177,7 @@ def run_in_pty(argv: list[str], env: dict[str, str], *, until: Path, wanted: int
     return started
 
 
-def sample(kind: str, state: Path, scratch: Path) -> dict[str, float]:
+def sample(kind: str, state: Path, scratch: Path, runs: int) -> dict[str, float]:
     """One fresh process of ``kind`` (``bare`` or ``x-tui``): seconds to each marker."""
     marker = scratch / f"{kind}-{time.monotonic_ns()}.marks"
     env = dict(os.environ)
@@ -172,7 +191,8 @@ def sample(kind: str, state: Path, scratch: Path) -> dict[str, float]:
         LINES=str(LINES),
     )
     argv = [sys.executable, __file__, "--child", kind, "--marker", str(marker)]
-    started = run_in_pty(argv, env, until=marker, wanted=4 if kind == "x-tui" else 2)
+    env["BENCH_RUNS"] = str(runs)
+    started = run_in_pty(argv, env, until=marker, wanted=6 if kind == "x-tui" else 2)
     marks: dict[str, float] = {}
     for line in marker.read_text().splitlines() if marker.exists() else []:
         name, moment = line.split()
@@ -199,10 +219,10 @@ def main() -> int:
             make_store(state, args.runs)
         best: dict[str, float] = {}
         for kind in ("bare", "x-tui"):  # warm-up, not counted: compiles and caches the bytecode
-            sample(kind, state, scratch)
+            sample(kind, state, scratch, args.runs)
         for _ in range(args.samples):
             for kind in ("bare", "x-tui"):
-                for name, seconds in sample(kind, state, scratch).items():
+                for name, seconds in sample(kind, state, scratch, args.runs).items():
                     key = f"{kind} {name}"
                     best[key] = min(best.get(key, seconds), seconds)
     bare = best.get("bare frame")
@@ -228,6 +248,12 @@ def main() -> int:
                 if rows_cpu
                 else ""
             )
+        )
+    listed, listed_cpu = best.get("x-tui listed"), best.get("x-tui listed-cpu")
+    if listed is not None and listed_cpu is not None:
+        print(
+            f"  x-tui, all {args.runs:,} runs listed (and what is built of them): {listed:.3f} s,"
+            f" {listed_cpu:.3f} CPU seconds"
         )
     ok = frame / bare <= 1.5 and frame < 0.5
     print(f"  aim: <= 1.5x and < 0.5 s: {'met' if ok else 'NOT met'}")

@@ -263,7 +263,9 @@ class MainScreen(RunActionScreen):
         if monitor is None:
             table.show_stored(message.stored)
         else:
-            table.show_stored(message.stored, states=monitor.state_of, ended=monitor.ended_at)
+            # One copy of the states rather than a look under the monitor's lock per run.
+            states, ended = monitor.known_states()
+            table.show_stored(message.stored, states=states.get, ended=ended.get)
             for run_id, reason in monitor.problems().items():  # posted before this screen was
                 table.set_problem(run_id, reason)
         self._title_runs()
@@ -273,11 +275,7 @@ class MainScreen(RunActionScreen):
         monitor = monitor_of(self.app)
         if monitor is None:
             return
-        running = [
-            handle
-            for handle in monitor.stored.handles
-            if (state := monitor.state_of(handle.run_id)) is not None and not state.is_final
-        ]
+        running = monitor.unfinished()
         if running or self.runs.watching:
             self._read_watch(running)
 

@@ -183,6 +183,30 @@ class RunFollower:
         with self._lock:
             return self._states.get(run_id)
 
+    def unfinished(self) -> list[RunHandle]:
+        """The runs whose state is known and not final, a run still being submitted among
+        them (looked up among the runs not known to have ended, not among every run listed)."""
+        with self._lock:
+            states = self._states
+            candidates = [
+                *(handle for run_id in self._polls if (handle := self._handles.get(run_id))),
+                *(
+                    record.handle()
+                    for run_id, record in self._launches.items()
+                    if run_id not in self._handles
+                ),
+            ]
+            return [
+                handle
+                for handle in candidates
+                if (state := states.get(handle.run_id)) is not None and state not in _FINAL_STATES
+            ]
+
+    def known_states(self) -> tuple[dict[str, RunState], dict[str, float | None]]:
+        """A copy of every state known, and of when each finished run ended, by run id."""
+        with self._lock:
+            return dict(self._states), dict(self._ended)
+
     @property
     def kept_at_start(self) -> frozenset[str] | None:
         """The runs whose final state was kept when the watcher started (ended before this
@@ -633,6 +657,9 @@ class RunFollower:
                 }
             self._saved_at = time.monotonic()
             keep_final_states(self._cache_path, runs)
+
+
+_FINAL_STATES = frozenset(state for state in RunState if state.is_final)
 
 
 def _group(handle: RunHandle) -> tuple[str, str]:

@@ -222,11 +222,11 @@ class ViewKeeper:
         if due is None or saved is None:
             return
         monitor = monitor_of(self.app)
-        if time.monotonic() < due and not (
-            self._listed
-            and monitor is not None
-            and all(monitor.state_of(h.run_id) is not None for h in monitor.stored.handles)
-        ):
+        if time.monotonic() < due and not (self._listed and monitor is not None):
+            return
+        states, ends = monitor.known_states() if monitor is not None else ({}, {})
+        handles = monitor.stored.handles if monitor is not None else ()
+        if time.monotonic() < due and not all(h.run_id in states for h in handles):
             return
         # The runs known to have ended when the user left (read by the monitor's watcher, off
         # this thread): one this session finds ended that is not among them ended while away.
@@ -235,14 +235,13 @@ class ViewKeeper:
             return
         self._away_due = None
         found: list[AwayItem] = []
-        if monitor is not None:
-            for handle in monitor.stored.handles:
-                state = monitor.state_of(handle.run_id)
-                if state is None or not state.is_final or handle.run_id in ended_before:
-                    continue
-                ended = monitor.ended_at(handle.run_id)
-                if ended is None or ended > saved.seen_at:
-                    found.append(AwayItem(handle.run_id, state.value, ended or time.time()))
+        for handle in handles:
+            state = states.get(handle.run_id)
+            if state is None or not state.is_final or handle.run_id in ended_before:
+                continue
+            ended = ends.get(handle.run_id)
+            if ended is None or ended > saved.seen_at:
+                found.append(AwayItem(handle.run_id, state.value, ended or time.time()))
         items = away_items(self.state_dir, saved.seen_at, found=found)
         self.away = tuple(items[:AWAY_ITEMS])
         line = away_line(items)

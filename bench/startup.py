@@ -6,12 +6,13 @@ fresh process in a pseudo-terminal of 120x40 (Textual's real driver, as over SSH
 from just before the process is started to the ``Ready`` event (the first frame is on the
 screen). For x-tui it also notes when the runs table first shows a screenful of runs. Best of N,
 after one warm-up sample of each (not counted) that writes the modules' bytecode, as a user's
-interpreter keeps it (``PYTHONDONTWRITEBYTECODE`` is dropped for the samples).
+interpreter keeps it (``PYTHONDONTWRITEBYTECODE`` is dropped for the samples); ``--compile``
+measures starts that compile every module instead (no bytecode read or kept).
 
 The process's own CPU seconds at each marker are printed too: on a machine shared with other
 work, wall times vary with the load, CPU times much less.
 
-    uv run python bench/startup.py [--runs 10000] [--samples 5] [--state DIR]
+    uv run python bench/startup.py [--runs 10000] [--samples 5] [--state DIR] [--compile]
 
 Aims: at most 1.5x the bare app, and under 0.5 s.
 """
@@ -177,12 +178,16 @@ def run_in_pty(argv: list[str], env: dict[str, str], *, until: Path, wanted: int
     return started
 
 
-def sample(kind: str, state: Path, scratch: Path, runs: int) -> dict[str, float]:
+def sample(
+    kind: str, state: Path, scratch: Path, runs: int, *, compile_each_time: bool = False
+) -> dict[str, float]:
     """One fresh process of ``kind`` (``bare`` or ``x-tui``): seconds to each marker."""
     marker = scratch / f"{kind}-{time.monotonic_ns()}.marks"
     env = dict(os.environ)
-    # A user's interpreter keeps the bytecode it compiled (the warm-up sample writes it).
-    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    if compile_each_time:  # no bytecode read or written: every module compiled at each start
+        env.update(PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=str(scratch / "no-bytecode"))
+    else:  # a user's interpreter keeps the bytecode it compiled (the warm-up sample writes it)
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(
         SUBSTRAX_STATE_DIR=str(state),
         X_TUI_CONFIG=str(scratch / "no-settings.toml"),
@@ -208,6 +213,11 @@ def main() -> int:
     parser.add_argument("--child", choices=("bare", "x-tui"))
     parser.add_argument("--marker", type=Path)
     parser.add_argument("--state", type=Path, help="a store already made (by --keep) to reuse")
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="compile every module at each start (no bytecode kept, as PYTHONDONTWRITEBYTECODE)",
+    )
     args = parser.parse_args()
     if args.child is not None:
         (_child_bare if args.child == "bare" else _child_xtui)(args.marker)
@@ -219,10 +229,12 @@ def main() -> int:
             make_store(state, args.runs)
         best: dict[str, float] = {}
         for kind in ("bare", "x-tui"):  # warm-up, not counted: compiles and caches the bytecode
-            sample(kind, state, scratch, args.runs)
+            sample(kind, state, scratch, args.runs, compile_each_time=args.compile)
         for _ in range(args.samples):
             for kind in ("bare", "x-tui"):
-                for name, seconds in sample(kind, state, scratch, args.runs).items():
+                for name, seconds in sample(
+                    kind, state, scratch, args.runs, compile_each_time=args.compile
+                ).items():
                     key = f"{kind} {name}"
                     best[key] = min(best.get(key, seconds), seconds)
     bare = best.get("bare frame")

@@ -170,3 +170,25 @@ async def test_a_new_run_comes_in_at_the_top_and_the_count_follows(state_dir: Pa
         assert late in screen_text(app)
         assert _title(app) == f"Runs · {RUNS + 1}"
         assert table.built_count < RUNS
+
+
+@asynchronous
+async def test_a_new_run_sorted_among_built_rows_is_built_at_its_place(state_dir: Path) -> None:
+    _store(state_dir)
+    app = make_app(None, poll=False, clock=NOW.timestamp)
+    async with app.run_test(size=SIZE) as pilot:
+        table = await _all_listed(app, pilot)
+        await pilot.press("end")  # every row built
+        await wait_until(pilot, lambda: table.built_count == RUNS, "every row built")
+        await pilot.press("o")  # by run id, A to Z
+        await pilot.press("home")
+        await pilot.pause()
+        assert str(table.ordered_rows[0].key.value) == OLDEST
+
+        first = "alpha-20261001T000000Z-abcdef"
+        save_handle(state_dir, run_id=first, job="alpha", submitted_at=FIRST)
+        await wait_until(pilot, lambda: first in table.rows, "the new run built")
+        await pilot.pause()
+        assert str(table.ordered_rows[0].key.value) == first
+        assert first in screen_text(app)
+        assert _title(app) == f"Runs · {RUNS + 1}"

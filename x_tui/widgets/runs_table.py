@@ -689,6 +689,8 @@ class RunsTable(DataTable[Text]):
         # Each row's run cell, by identity: texts may repeat (a sweep's shortened id).
         shown = [row for row in self._all_rows() if row.key in self.rows]
         shown.sort(key=self._sort_key, reverse=True)
+        # The last built row's place: a row that sorts above it is built at once.
+        self._oldest = self._sort_key(shown[-1]) if shown else None
         places = {id(self.get_cell(row.key, "run")): place for place, row in enumerate(shown)}
         self.sort("run", key=lambda cell: places.get(id(cell), len(places)))
         # A cursor on the newest run stays on the newest (a run just submitted); one lower down

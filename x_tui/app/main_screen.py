@@ -36,7 +36,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from x_tui.app.actions import RunActionScreen, Where, run_action_bindings
 from x_tui.app.app_context import context_of, monitor_of, service_of, settings_of
@@ -56,6 +56,7 @@ from x_tui.widgets.job_browser import JobBrowser
 from x_tui.widgets.problem_panel import ProblemPanel
 from x_tui.widgets.runs_table import RunsTable
 from x_tui.widgets.safe_text import safe_text
+from x_tui.widgets.steady_footer import SteadyFooter
 
 WIDE_COLUMNS = 120
 """From this many columns the two panes are shown side by side."""
@@ -117,7 +118,7 @@ class MainScreen(RunActionScreen):
                 clock=self._clock, min_refresh=settings_of(self.app).refresh_scale, id="runs"
             )
             yield Static(id="run-detail")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         """Title the panes, focus the jobs, show the runs read so far and read the project.

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from textual.css.query import NoMatches
 from textual.widgets import TabbedContent
 
 from x_tui.app.app_context import monitor_of, service_of
-from x_tui.app.final_states import read_final_states
+from x_tui.app.final_states import FinalState, read_final_states
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.view_state import AWAY_ITEMS, ViewState, read_view, write_view
@@ -242,7 +243,14 @@ class ViewKeeper:
             ended = ends.get(handle.run_id)
             if ended is None or ended > saved.seen_at:
                 found.append(AwayItem(handle.run_id, state.value, ended or time.time()))
-        items = away_items(self.state_dir, saved.seen_at, found=found)
+        # The kept final states as the monitor holds them (read at start, and learnt since):
+        # not a second read of a cache that holds 100,000 runs, on this thread.
+        kept = (
+            {run_id: (states[run_id], at) for run_id, at in ends.items() if run_id in states}
+            if monitor is not None
+            else None
+        )
+        items = away_items(self.state_dir, saved.seen_at, found=found, kept=kept)
         self.away = tuple(items[:AWAY_ITEMS])
         line = away_line(items)
         if line is None:
@@ -264,7 +272,11 @@ def _write_quietly(state_dir: Path, view: ViewState) -> None:
 
 
 def away_items(
-    state_dir: Path, since: float, *, found: tuple[AwayItem, ...] | list[AwayItem] = ()
+    state_dir: Path,
+    since: float,
+    *,
+    found: tuple[AwayItem, ...] | list[AwayItem] = (),
+    kept: Mapping[str, FinalState] | None = None,
 ) -> list[AwayItem]:
     """What happened to runs after ``since``, newest first, one item a run (its latest).
 
@@ -273,6 +285,8 @@ def away_items(
             sessions kept.
         since: When the user last looked (epoch seconds).
         found: What this session found happened (runs unfinished when the user left, ended now).
+        kept: The final states kept, when the caller holds them already (the monitor read them
+            at start); ``None`` reads them from the state directory.
 
     Returns:
         The items, newest first.
@@ -292,8 +306,9 @@ def away_items(
                 EventKind.RUNNING,
             ) and RUN_ID_PATTERN.fullmatch(event.run_id):
                 keep(AwayItem(event.run_id, event.kind.value.replace("_", " "), event.at))
-    finals = read_final_states(state_dir / "x-tui" / "final-states.json") or {}
-    for run_id, (state, at) in finals.items():
+    if kept is None:
+        kept = read_final_states(state_dir / "x-tui" / "final-states.json") or {}
+    for run_id, (state, at) in kept.items():
         if at is not None and at > since:
             keep(AwayItem(run_id, state.value, at))
     for item in found:

@@ -568,18 +568,16 @@ class RunsTable(DataTable[Text]):
                 self.remove_row(key)
 
     def _refill(self, *, keep_top: bool = False) -> None:
-        """Fill the table again from every row that matches, a page of them built (or as many
-        as were); the cursor stays on its row, or on the first row with ``keep_top`` if it was
-        there (as a re-sort keeps it)."""
+        """Fill the table again from every row that matches, a page of them built (down to the
+        cursor's row if further); the cursor stays on its row, or on the first row with
+        ``keep_top`` if it was there (as a re-sort keeps it)."""
         cursor = None if keep_top and self.cursor_row == 0 else self.highlighted_key()
-        built = self.row_count
         self.clear()
         self._shown.clear()
         self._pending.clear()
         self._oldest = None
         self._to_last = False
         self._insert([row for row in self._all_rows() if self._matches(row)])
-        self._build(built - self.row_count)
         if cursor is not None:
             self._build_through(cursor)
             if cursor in self.rows:

@@ -30,17 +30,14 @@ from typing import Any
 
 from textual.app import App
 from textual.css.query import NoMatches
-from textual.widgets import TabbedContent
 
 from x_tui.app.app_context import monitor_of, service_of
 from x_tui.app.final_states import FinalState, read_final_states
 from x_tui.app.main_screen import MainScreen
-from x_tui.app.run_screen import RunScreen
 from x_tui.app.view_state import AWAY_ITEMS, ViewState, read_view, write_view
 from x_tui.app.watch_events import EventKind, EventLog
 from x_tui.compute.sanitize import plain
 from x_tui.compute.store import RUN_ID_PATTERN, StoredRuns
-from x_tui.widgets.log_view import LogPlace, LogView
 
 TICK_SECONDS = 0.5
 """How often the view is compared with the one last written."""
@@ -90,6 +87,14 @@ def capture(app: App[Any], *, now: float) -> ViewState | None:
     view = ViewState(
         screen="main", pane=pane, selected_run=selected, runs_filter=runs_filter, seen_at=now
     )
+    if len(app.screen_stack) < 2:
+        return view  # no run screen above the main screen (nor its modules loaded yet)
+    # The run screen and the log view load with the first run opened, not at start-up.
+    from textual.widgets import TabbedContent
+
+    from x_tui.app.run_screen import RunScreen
+    from x_tui.widgets.log_view import LogView
+
     run_screen = next((s for s in reversed(app.screen_stack) if isinstance(s, RunScreen)), None)
     if run_screen is None:
         return view
@@ -164,6 +169,9 @@ class ViewKeeper:
                 self._open_run = None
             return
         self._open_run = None
+        from x_tui.app.run_screen import RunScreen
+        from x_tui.widgets.log_view import LogPlace
+
         place = LogPlace(top_line=view.log_top, filter=view.log_filter, search=view.log_search)
         self.app.push_screen(RunScreen(handle, tab=view.tab, log_place=place))
 
@@ -184,6 +192,8 @@ class ViewKeeper:
                 plain(f"{run_id} is not in the store any more"), severity="warning", markup=False
             )
             return
+        from x_tui.app.run_screen import RunScreen
+
         self.app.push_screen(RunScreen(handle))
 
     def _tick(self) -> None:

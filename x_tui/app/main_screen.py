@@ -36,7 +36,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.message import Message
-from textual.widgets import DataTable, Footer, Input, Static
+from textual.widgets import DataTable, Input, Static
 
 from x_tui.app.actions import RunActionScreen, Where, run_action_bindings
 from x_tui.app.app_context import context_of, monitor_of, service_of, settings_of
@@ -56,6 +56,7 @@ from x_tui.widgets.job_browser import JobBrowser
 from x_tui.widgets.problem_panel import ProblemPanel
 from x_tui.widgets.runs_table import RunsTable
 from x_tui.widgets.safe_text import safe_text
+from x_tui.widgets.steady_footer import SteadyFooter
 
 WIDE_COLUMNS = 120
 """From this many columns the two panes are shown side by side."""
@@ -117,7 +118,7 @@ class MainScreen(RunActionScreen):
                 clock=self._clock, min_refresh=settings_of(self.app).refresh_scale, id="runs"
             )
             yield Static(id="run-detail")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         """Title the panes, focus the jobs, show the runs read so far and read the project.
@@ -193,10 +194,8 @@ class MainScreen(RunActionScreen):
 
     def highlight_run(self, run_id: str) -> bool:
         """Move the runs table's cursor to ``run_id``'s row; ``False`` when it shows no such row."""
-        table = self.runs
-        if run_id not in table.rows:
+        if not self.runs.reveal(run_id):
             return False
-        table.move_cursor(row=table.get_row_index(run_id), animate=False)
         self._describe_highlighted()
         return True
 
@@ -265,7 +264,9 @@ class MainScreen(RunActionScreen):
         if monitor is None:
             table.show_stored(message.stored)
         else:
-            table.show_stored(message.stored, states=monitor.state_of, ended=monitor.ended_at)
+            # One copy of the states rather than a look under the monitor's lock per run.
+            states, ended = monitor.known_states()
+            table.show_stored(message.stored, states=states.get, ended=ended.get)
             for run_id, reason in monitor.problems().items():  # posted before this screen was
                 table.set_problem(run_id, reason)
         self._title_runs()
@@ -275,11 +276,7 @@ class MainScreen(RunActionScreen):
         monitor = monitor_of(self.app)
         if monitor is None:
             return
-        running = [
-            handle
-            for handle in monitor.stored.handles
-            if (state := monitor.state_of(handle.run_id)) is not None and not state.is_final
-        ]
+        running = monitor.unfinished()
         if running or self.runs.watching:
             self._read_watch(running)
 

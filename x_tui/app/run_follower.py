@@ -142,6 +142,7 @@ class RunFollower:
         self._threads: list[threading.Thread] = []
         self._cache_path = service.state_dir / "x-tui" / "final-states.json"
         self._dirty = False
+        self._kept_at_start: frozenset[str] | None = None
         self._scanned = False
         self._published: set[str] = set()
         """The runs of the last listing posted."""
@@ -181,6 +182,37 @@ class RunFollower:
         """The run's state as last reported, or ``None`` before its backend has answered."""
         with self._lock:
             return self._states.get(run_id)
+
+    def unfinished(self) -> list[RunHandle]:
+        """The runs whose state is known and not final, a run still being submitted among
+        them (looked up among the runs not known to have ended, not among every run listed)."""
+        with self._lock:
+            states = self._states
+            candidates = [
+                *(handle for run_id in self._polls if (handle := self._handles.get(run_id))),
+                *(
+                    record.handle()
+                    for run_id, record in self._launches.items()
+                    if run_id not in self._handles
+                ),
+            ]
+            return [
+                handle
+                for handle in candidates
+                if (state := states.get(handle.run_id)) is not None and state not in _FINAL_STATES
+            ]
+
+    def known_states(self) -> tuple[dict[str, RunState], dict[str, float | None]]:
+        """A copy of every state known, and of when each finished run ended, by run id."""
+        with self._lock:
+            return dict(self._states), dict(self._ended)
+
+    @property
+    def kept_at_start(self) -> frozenset[str] | None:
+        """The runs whose final state was kept when the watcher started (ended before this
+        session), or ``None`` until the watcher has read them."""
+        with self._lock:
+            return self._kept_at_start
 
     def ended_at(self, run_id: str) -> float | None:
         """When a finished run ended (an epoch time), or ``None`` if it has not (or is unknown)."""
@@ -604,10 +636,13 @@ class RunFollower:
             # Unreadable: rebuilt from the backends' answers, written over it at the next save.
             with self._lock:
                 self._dirty = True
+                self._kept_at_start = frozenset()
             return
         for run_id, (state, ended) in kept.items():
             self._states[run_id] = state
             self._ended[run_id] = ended
+        with self._lock:
+            self._kept_at_start = frozenset(kept)
 
     def _save_final_states(self) -> None:
         # One save at a time, and a caller that finds one under way waits for it to be written
@@ -622,6 +657,9 @@ class RunFollower:
                 }
             self._saved_at = time.monotonic()
             keep_final_states(self._cache_path, runs)
+
+
+_FINAL_STATES = frozenset(state for state in RunState if state.is_final)
 
 
 def _group(handle: RunHandle) -> tuple[str, str]:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,17 +30,14 @@ from typing import Any
 
 from textual.app import App
 from textual.css.query import NoMatches
-from textual.widgets import TabbedContent
 
 from x_tui.app.app_context import monitor_of, service_of
-from x_tui.app.final_states import read_final_states
+from x_tui.app.final_states import FinalState, read_final_states
 from x_tui.app.main_screen import MainScreen
-from x_tui.app.run_screen import RunScreen
 from x_tui.app.view_state import AWAY_ITEMS, ViewState, read_view, write_view
 from x_tui.app.watch_events import EventKind, EventLog
 from x_tui.compute.sanitize import plain
 from x_tui.compute.store import RUN_ID_PATTERN, StoredRuns
-from x_tui.widgets.log_view import LogPlace, LogView
 
 TICK_SECONDS = 0.5
 """How often the view is compared with the one last written."""
@@ -89,6 +87,14 @@ def capture(app: App[Any], *, now: float) -> ViewState | None:
     view = ViewState(
         screen="main", pane=pane, selected_run=selected, runs_filter=runs_filter, seen_at=now
     )
+    if len(app.screen_stack) < 2:
+        return view  # no run screen above the main screen (nor its modules loaded yet)
+    # The run screen and the log view load with the first run opened, not at start-up.
+    from textual.widgets import TabbedContent
+
+    from x_tui.app.run_screen import RunScreen
+    from x_tui.widgets.log_view import LogView
+
     run_screen = next((s for s in reversed(app.screen_stack) if isinstance(s, RunScreen)), None)
     if run_screen is None:
         return view
@@ -131,11 +137,6 @@ class ViewKeeper:
             time.monotonic() + AWAY_WAIT if saved is not None and saved.seen_at > 0 else None
         )
         self._away_until = 0.0
-        # The runs known to have ended when the user left: one this session finds ended that is
-        # not among them ended while the user was away.
-        self._ended_before = set(
-            read_final_states(self.state_dir / "x-tui" / "final-states.json") or {}
-        )
         self._last: ViewState | None = None
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="x-tui view")
 
@@ -168,6 +169,9 @@ class ViewKeeper:
                 self._open_run = None
             return
         self._open_run = None
+        from x_tui.app.run_screen import RunScreen
+        from x_tui.widgets.log_view import LogPlace
+
         place = LogPlace(top_line=view.log_top, filter=view.log_filter, search=view.log_search)
         self.app.push_screen(RunScreen(handle, tab=view.tab, log_place=place))
 
@@ -188,6 +192,8 @@ class ViewKeeper:
                 plain(f"{run_id} is not in the store any more"), severity="warning", markup=False
             )
             return
+        from x_tui.app.run_screen import RunScreen
+
         self.app.push_screen(RunScreen(handle))
 
     def _tick(self) -> None:
@@ -227,23 +233,34 @@ class ViewKeeper:
         if due is None or saved is None:
             return
         monitor = monitor_of(self.app)
-        if time.monotonic() < due and not (
-            self._listed
-            and monitor is not None
-            and all(monitor.state_of(h.run_id) is not None for h in monitor.stored.handles)
-        ):
+        if time.monotonic() < due and not (self._listed and monitor is not None):
+            return
+        states, ends = monitor.known_states() if monitor is not None else ({}, {})
+        handles = monitor.stored.handles if monitor is not None else ()
+        if time.monotonic() < due and not all(h.run_id in states for h in handles):
+            return
+        # The runs known to have ended when the user left (read by the monitor's watcher, off
+        # this thread): one this session finds ended that is not among them ended while away.
+        ended_before = monitor.kept_at_start if monitor is not None else frozenset()
+        if ended_before is None:
             return
         self._away_due = None
         found: list[AwayItem] = []
-        if monitor is not None:
-            for handle in monitor.stored.handles:
-                state = monitor.state_of(handle.run_id)
-                if state is None or not state.is_final or handle.run_id in self._ended_before:
-                    continue
-                ended = monitor.ended_at(handle.run_id)
-                if ended is None or ended > saved.seen_at:
-                    found.append(AwayItem(handle.run_id, state.value, ended or time.time()))
-        items = away_items(self.state_dir, saved.seen_at, found=found)
+        for handle in handles:
+            state = states.get(handle.run_id)
+            if state is None or not state.is_final or handle.run_id in ended_before:
+                continue
+            ended = ends.get(handle.run_id)
+            if ended is None or ended > saved.seen_at:
+                found.append(AwayItem(handle.run_id, state.value, ended or time.time()))
+        # The kept final states as the monitor holds them (read at start, and learnt since):
+        # not a second read of a cache that holds 100,000 runs, on this thread.
+        kept = (
+            {run_id: (states[run_id], at) for run_id, at in ends.items() if run_id in states}
+            if monitor is not None
+            else None
+        )
+        items = away_items(self.state_dir, saved.seen_at, found=found, kept=kept)
         self.away = tuple(items[:AWAY_ITEMS])
         line = away_line(items)
         if line is None:
@@ -265,7 +282,11 @@ def _write_quietly(state_dir: Path, view: ViewState) -> None:
 
 
 def away_items(
-    state_dir: Path, since: float, *, found: tuple[AwayItem, ...] | list[AwayItem] = ()
+    state_dir: Path,
+    since: float,
+    *,
+    found: tuple[AwayItem, ...] | list[AwayItem] = (),
+    kept: Mapping[str, FinalState] | None = None,
 ) -> list[AwayItem]:
     """What happened to runs after ``since``, newest first, one item a run (its latest).
 
@@ -274,6 +295,8 @@ def away_items(
             sessions kept.
         since: When the user last looked (epoch seconds).
         found: What this session found happened (runs unfinished when the user left, ended now).
+        kept: The final states kept, when the caller holds them already (the monitor read them
+            at start); ``None`` reads them from the state directory.
 
     Returns:
         The items, newest first.
@@ -293,8 +316,9 @@ def away_items(
                 EventKind.RUNNING,
             ) and RUN_ID_PATTERN.fullmatch(event.run_id):
                 keep(AwayItem(event.run_id, event.kind.value.replace("_", " "), event.at))
-    finals = read_final_states(state_dir / "x-tui" / "final-states.json") or {}
-    for run_id, (state, at) in finals.items():
+    if kept is None:
+        kept = read_final_states(state_dir / "x-tui" / "final-states.json") or {}
+    for run_id, (state, at) in kept.items():
         if at is not None and at > since:
             keep(AwayItem(run_id, state.value, at))
     for item in found:

@@ -321,6 +321,8 @@ def sort_key(
     Returns:
         The key.
     """
+    if column is None and row.group is None and row.member is None:
+        return ((), row.order[0], row.order[1], 2, 0)  # the most common case, made cheap
 
     def value(of: RunRow) -> object:
         if column is None:

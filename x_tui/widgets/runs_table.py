@@ -9,6 +9,12 @@ row keyed ``sweep:<sweep_id>`` with its runs right under it (:mod:`x_tui.widgets
 and durations are redrawn only when their text changes (a heap of due times, not a sweep of every
 row), so a table of ten thousand runs costs nothing while it sits still.
 
+Rows are built as they come into view, a page at a time: the table holds the first rows of the
+order, down to a page past the cursor and the bottom of the view, and keeps the rest, sorted, in
+a backlog that scrolling, paging and moving the cursor draw from (``end`` draws all of it, a
+chunk per turn of the event loop, the cursor following). Filtering and sorting work on every run
+the table knows, built or not, and the count of rows shown counts them all.
+
 Columns come in the order they give way in a narrow terminal (the rightmost first): the run id
 and its state stay. By default only the runs of the project the app was opened on are shown
 (``p`` shows every project's); ``o`` sorts by the next column and ``O`` turns the order round (the
@@ -25,13 +31,16 @@ sorted column's heading carries ▼ or ▲); a sweep's runs stay under their gro
 
 from __future__ import annotations
 
+import heapq
 import time
 from collections.abc import Callable, Mapping
+from operator import itemgetter
 from typing import ClassVar, TypeVar
 
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
+from textual.coordinate import Coordinate
 from textual.message import Message
 from textual.theme import Theme
 from textual.timer import Timer
@@ -74,8 +83,11 @@ them first, the cost first of all."""
 WatchCells = tuple[Text, Text, Text]
 """A run's progress (or flags), GPU and cost cells."""
 
-_INSERT_CHUNK = 500
-"""Rows added per turn of the event loop when many arrive at once (the store's first read)."""
+PAGE_ROWS = 200
+"""Rows built at a time: the table keeps this many built past the cursor and the view's bottom."""
+_DRAIN_CHUNK = 2000
+"""Rows built per turn of the event loop while ``end`` draws the whole backlog."""
+_Pending = tuple[SortKey, RunRow]
 _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
 
@@ -117,6 +129,7 @@ class RunsTable(DataTable[Text]):
         *,
         clock: Callable[[], float] = time.time,
         min_refresh: float = 1.0,
+        page_rows: int | None = None,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
@@ -125,6 +138,7 @@ class RunsTable(DataTable[Text]):
         Args:
             clock: The current epoch time (tests pass a frozen one).
             min_refresh: The shortest wait between two redraws of ages and durations.
+            page_rows: Rows built at a time (default :data:`PAGE_ROWS`).
             id: The widget's id.
             classes: Its CSS classes.
         """
@@ -140,7 +154,10 @@ class RunsTable(DataTable[Text]):
         self._redraws = RedrawQueue()
         self._oldest: SortKey | None = None
         self._timer: Timer | None = None
-        self._pending: list[RunRow] = []
+        self._pending: list[_Pending] = []
+        self._page = page_rows if page_rows is not None else PAGE_ROWS
+        self._adding = False
+        self._to_last = False
         self._watch: dict[str, WatchCells] = {}
         self._project: str | None = None
         self._project_only = True
@@ -218,7 +235,7 @@ class RunsTable(DataTable[Text]):
     def _sorted(self) -> None:
         self._oldest = None
         self._label_columns()
-        self._resort()
+        self._reorder()
         self.post_message(self.ViewChanged())
 
     def _label_columns(self) -> None:
@@ -237,13 +254,49 @@ class RunsTable(DataTable[Text]):
 
     def action_first_row(self) -> None:
         """Move the cursor to the first row."""
+        self._to_last = False
         if self.row_count:
             self.move_cursor(row=0, animate=False)
 
     def action_last_row(self) -> None:
-        """Move the cursor to the last row."""
+        """Move the cursor to the last row (building the rows not built yet, a chunk a turn)."""
         if self.row_count:
             self.move_cursor(row=self.row_count - 1, animate=False)
+        if self._pending:
+            self._to_last = True
+            self._schedule_adding()
+
+    def reveal(self, key: str) -> bool:
+        """Move the cursor to a row, building the rows down to it if need be.
+
+        Args:
+            key: The row's key (a run id, ``file:<path>`` or ``sweep:<sweep_id>``).
+
+        Returns:
+            Whether the table shows such a row.
+        """
+        self._build_through(key)
+        if key not in self.rows:
+            return False
+        self.move_cursor(row=self.get_row_index(key), animate=False)
+        return True
+
+    @property
+    def built_count(self) -> int:
+        """How many of the rows shown are built (the rest are built as they come into view)."""
+        return self.row_count
+
+    def watch_cursor_coordinate(
+        self, old_coordinate: Coordinate, new_coordinate: Coordinate
+    ) -> None:
+        """Build the next rows as the cursor nears the last built one."""
+        super().watch_cursor_coordinate(old_coordinate, new_coordinate)
+        self._schedule_adding()
+
+    def watch_scroll_y(self, old_value: float, new_value: float) -> None:
+        """Build the next rows as the view nears the last built one."""
+        super().watch_scroll_y(old_value, new_value)
+        self._schedule_adding()
 
     def show_watch(self, cells: Mapping[str, WatchCells]) -> None:
         """Show the running runs' progress, GPU use and cost so far (none: hide the columns).
@@ -321,7 +374,7 @@ class RunsTable(DataTable[Text]):
                 added.append(row)
         self._insert(added + self._unshown_groups())
         if resort:
-            self._resort()
+            self._reorder()
 
     def show_sweeps(self, sweeps: StoredSweeps) -> None:
         """Group each sweep's runs under a row of their own.
@@ -346,7 +399,7 @@ class RunsTable(DataTable[Text]):
             return
         self._insert(self._unshown_groups())
         if moved or resort:
-            self._resort()
+            self._reorder()
 
     def set_state(self, run_id: str, state: RunState, ended: float | None = None) -> None:
         """Show a run's new state.
@@ -451,9 +504,11 @@ class RunsTable(DataTable[Text]):
         """Post ``RunChosen`` for the highlighted run; on a sweep, move to its first run."""
         key = self.highlighted_key()
         if key is not None and key in self._groups:
-            first = next((row for row in self._members.get(key, []) if row.key in self.rows), None)
+            first = next(
+                (row for row in self._members.get(key, []) if row.key in self._shown), None
+            )
             if first is not None:
-                self.move_cursor(row=self.get_row_index(first.key))
+                self.reveal(first.key)
             return
         handle = self.highlighted_handle()
         if handle is not None:
@@ -512,48 +567,119 @@ class RunsTable(DataTable[Text]):
             if key in self.rows:
                 self.remove_row(key)
 
-    def _refill(self) -> None:
-        cursor = self.highlighted_key()
+    def _refill(self, *, keep_top: bool = False) -> None:
+        """Fill the table again from every row that matches, a page of them built (down to the
+        cursor's row if further); the cursor stays on its row, or on the first row with
+        ``keep_top`` if it was there (as a re-sort keeps it)."""
+        cursor = None if keep_top and self.cursor_row == 0 else self.highlighted_key()
         self.clear()
         self._shown.clear()
         self._pending.clear()
         self._oldest = None
+        self._to_last = False
         self._insert([row for row in self._all_rows() if self._matches(row)])
-        if cursor is not None and cursor in self.rows:
-            self.move_cursor(row=self.get_row_index(cursor))
+        if cursor is not None:
+            self._build_through(cursor)
+            if cursor in self.rows:
+                self.move_cursor(row=self.get_row_index(cursor))
 
     def _insert(self, rows: list[RunRow]) -> None:
         if not rows:
             return
-        rows.sort(key=self._sort_key, reverse=True)
+        keyed = [(self._sort_key(row), row) for row in rows]
+        keyed.sort(key=itemgetter(0), reverse=True)
         for row in rows:
             self._shown.add(row.key)
-        self._pending.extend(rows)
+        if not self._pending:
+            self._pending = keyed
+        elif len(keyed) < 8:
+            for item in keyed:  # one new run: in at its place
+                place = _place(self._pending, item[0])
+                self._pending.insert(place, item)
+        else:
+            self._pending = list(heapq.merge(self._pending, keyed, key=itemgetter(0), reverse=True))
         self._add_pending()
 
-    def _add_pending(self) -> None:
-        chunk, self._pending = self._pending[:_INSERT_CHUNK], self._pending[_INSERT_CHUNK:]
+    def _wanted(self) -> int:
+        """How many rows should be built: a page past the cursor and the view's bottom."""
+        bottom = int(self.scroll_y) + self.scrollable_content_region.height
+        return max(self.cursor_row + 1, bottom) + self._page
+
+    def _schedule_adding(self) -> None:
+        if (
+            self._pending
+            and not self._adding
+            and (self._to_last or self.row_count < self._wanted())
+        ):
+            self._adding = True
+            self.call_later(self._add_pending)
+
+    def _build(self, count: int) -> None:
+        """Build up to ``count`` more rows from the backlog, now."""
+        while count > 0 and self._pending:
+            before = self.row_count
+            self._add_pending(limit=min(count, _DRAIN_CHUNK), more=False)
+            count -= max(1, self.row_count - before)
+
+    def _build_through(self, key: str) -> None:
+        """Build rows from the backlog, now, until ``key``'s is built (or none is left)."""
+        if key not in self._shown or key in self.rows:
+            return
+        place = next((n for n, (_, row) in enumerate(self._pending) if row.key == key), None)
+        if place is not None:
+            self._build(place + 1)
+
+    def _add_pending(self, *, limit: int | None = None, more: bool = True) -> None:
+        """Build the backlog's first rows: those that belong above the last built row, and then
+        as many as the view wants (at most ``limit``, a page by default)."""
+        self._adding = False
+        if limit is None:
+            limit = _DRAIN_CHUNK if self._to_last else self._page
         cursor = self.highlighted_key()
         at_top = self.cursor_row == 0
+        was_last = self.row_count > 0 and self.cursor_row == self.row_count - 1
+        wanted = self._wanted() if more else 0
         needs_sort = False
         now = self._clock()
-        for row in chunk:
-            if row.key not in self._shown or self._row(row.key) is not row or row.key in self.rows:
+        taken = 0
+        added = 0
+        for order, queued in self._pending:
+            if added >= limit:
+                break
+            above = self._oldest is not None and order > self._oldest
+            if more and not above and not self._to_last and self.row_count >= wanted:
+                break
+            taken += 1
+            row = self._row(queued.key)
+            if row is None or row.key not in self._shown or row.key in self.rows:
                 continue
-            order = self._sort_key(row)
-            if self._oldest is not None and order > self._oldest:
+            if above:
                 needs_sort = True
             self._oldest = order if self._oldest is None else min(self._oldest, order)
             self.add_row(
                 *run_rows.cells(row, now, self.state_styles, self._members.get(row.key, ())),
                 key=row.key,
             )
+            added += 1
             self._schedule(row, rearm=False)
+        del self._pending[:taken]
         if needs_sort:
             self._resort(cursor=cursor, at_top=at_top)
+        if self._to_last:
+            if was_last or self.row_count == added:
+                self.move_cursor(row=self.row_count - 1, animate=False)
+            self._to_last = bool(self._pending)
         self._rearm()
+        if more:
+            self._schedule_adding()
+
+    def _reorder(self) -> None:
+        """Put every row in the order in force: the built ones in place when they are all
+        built, else the table is filled again in the new order (the cursor kept on its row)."""
         if self._pending:
-            self.call_later(self._add_pending)
+            self._refill(keep_top=True)
+        else:
+            self._resort()
 
     def _resort(self, *, cursor: str | None = None, at_top: bool | None = None) -> None:
         if at_top is None:
@@ -561,6 +687,8 @@ class RunsTable(DataTable[Text]):
         # Each row's run cell, by identity: texts may repeat (a sweep's shortened id).
         shown = [row for row in self._all_rows() if row.key in self.rows]
         shown.sort(key=self._sort_key, reverse=True)
+        # The last built row's place: a row that sorts above it is built at once.
+        self._oldest = self._sort_key(shown[-1]) if shown else None
         places = {id(self.get_cell(row.key, "run")): place for place, row in enumerate(shown)}
         self.sort("run", key=lambda cell: places.get(id(cell), len(places)))
         # A cursor on the newest run stays on the newest (a run just submitted); one lower down
@@ -633,6 +761,19 @@ class RunsTable(DataTable[Text]):
         _discard_where(self._row_renderable_cache, lambda key: key[1] in indices)
         self._line_cache.clear()
         self.refresh()
+
+
+def _place(pending: list[_Pending], order: SortKey) -> int:
+    """Where a row of sort key ``order`` goes in ``pending`` (sorted by sort key, largest first):
+    after every row of a larger or equal key."""
+    low, high = 0, len(pending)
+    while low < high:
+        middle = (low + high) // 2
+        if pending[middle][0] >= order:
+            low = middle + 1
+        else:
+            high = middle
+    return low
 
 
 def _discard_where(cache: LRUCache[_Key, _Value], stale: Callable[[_Key], bool]) -> None:

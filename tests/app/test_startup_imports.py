@@ -1,0 +1,49 @@
+"""What the app loads before its first screen is up: not the run screen and its log view."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+PROBE = """
+import asyncio, sys
+from x_tui.app.app import XTuiApp
+from x_tui.app.service import Service
+
+async def main() -> None:
+    app = XTuiApp(None, service=Service(), poll=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        assert app.view_keeper is not None
+        loaded = [name for name in LATER if name in sys.modules]
+        print(" ".join(loaded) or "none")
+
+LATER = (
+    "x_tui.app.run_screen",
+    "x_tui.widgets.log_view",
+    "x_tui.widgets.devices_view",
+    "x_tui.widgets.metrics_view",
+)
+asyncio.run(main())
+"""
+
+
+def test_the_main_screen_opens_without_loading_the_run_screen(tmp_path: Path) -> None:
+    env = dict(
+        os.environ,
+        SUBSTRAX_STATE_DIR=str(tmp_path / "state"),
+        X_TUI_CONFIG=str(tmp_path / "settings.toml"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "none"

@@ -10,6 +10,7 @@ and under that worker's own temporary directory.
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -26,6 +27,19 @@ def pytest_configure(config: pytest.Config) -> None:
     This runs before ``pytest-xdist`` starts its workers, so they inherit it too.
     """
     cache_bytecode()
+    let_children_be_interrupted()
+
+
+def let_children_be_interrupted() -> None:
+    """Have every process the suite starts take SIGINT as Ctrl-C, however the suite was started.
+
+    A shell starts a background job (``pytest &``, a script's ``... &``) with SIGINT ignored, and
+    an ignored signal stays ignored through ``exec``: every ``x-tui`` a test starts would then
+    ignore the Ctrl-C a test sends it, and wait for its run to end. A handled signal is reset to
+    its default at ``exec``, so handling it here gives the children Python's own Ctrl-C.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def cache_bytecode() -> None:

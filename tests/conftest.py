@@ -9,6 +9,7 @@ and under that worker's own temporary directory.
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import sys
@@ -28,6 +29,19 @@ def pytest_configure(config: pytest.Config) -> None:
     """
     cache_bytecode()
     let_children_be_interrupted()
+    collect_garbage_less_often()
+
+
+def collect_garbage_less_often() -> None:
+    """Run Python's cycle collector after 50,000 new objects instead of 700.
+
+    A TUI test's app makes and drops hundreds of thousands of objects; at the default threshold
+    the collector ran thousands of times per test file and took about a quarter of the CPU time
+    of the app tests (29% of ``test_actions``, ``test_main_screen`` and ``test_run_screen``:
+    13.1 s of 45.4 s; 6.0 s of 37.9 s at 50,000). Garbage is still collected, in fewer and larger
+    passes; a worker's memory grows by about a third.
+    """
+    gc.set_threshold(50_000, 10, 10)
 
 
 def let_children_be_interrupted() -> None:

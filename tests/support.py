@@ -102,10 +102,12 @@ def run_x_tui(
     start and its imports, many times the work of a short verb. ``cwd``, the whole environment
     (``env`` replaces it), stdin (empty, not a terminal), stdout and stderr are the verb's for
     the call and restored after it. An exception the verb lets out is printed as Python would
-    print it, with exit status 1.
+    print it, with exit status 1. ``watch``, which forks, is refused.
     """
     from x_tui.cli import main
 
+    if list(args[:1]) == ["watch"]:
+        raise ValueError("x-tui watch forks its watcher: run it in a process of its own")
     out, err = io.BytesIO(), io.BytesIO()
     out_text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
     err_text = io.TextIOWrapper(err, encoding="utf-8", write_through=True)

@@ -27,6 +27,10 @@ def _read_until(process: subprocess.Popen[str], wanted: str) -> list[str]:
     raise AssertionError(f"x-tui ended without printing {wanted!r}; it printed {seen!r}")
 
 
+STATUS_EVERY = 0.1
+"""Seconds between two ``status`` or ``logs`` calls while a test waits on a run."""
+
+
 def _wait_for_state(cli: Cli, run_id: str, wanted: str) -> str:
     """Ask ``status RUN_ID`` until the run is final."""
 
@@ -34,7 +38,7 @@ def _wait_for_state(cli: Cli, run_id: str, wanted: str) -> str:
         line = cli("status", run_id).stdout.strip()
         return line if line.split()[-1] in ("succeeded", "failed", "cancelled") else ""
 
-    line = wait_for(final_line, f"{run_id} to end")
+    line = wait_for(final_line, f"{run_id} to end", every=STATUS_EVERY)
     assert line == f"{run_id}  local  {line.split()[2]}  {wanted}"
     return line
 
@@ -43,6 +47,7 @@ def _wait_for_log_line(cli: Cli, run_id: str, wanted: str) -> None:
     wait_for(
         lambda: wanted in cli("logs", run_id).stdout.splitlines(),
         f"{wanted!r} in the logs of {run_id}",
+        every=STATUS_EVERY,
     )
 
 

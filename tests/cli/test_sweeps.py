@@ -40,7 +40,7 @@ def _wait_until_final(cli: Cli, sweep_id: str) -> dict[str, str]:
         ended = all(state in ("succeeded", "failed", "cancelled") for state in states.values())
         return states if ended else {}
 
-    return wait_for(final_states, f"every run of {sweep_id} to end")
+    return wait_for(final_states, f"every run of {sweep_id} to end", every=0.1)
 
 
 def test_a_detached_sweep_makes_one_run_per_value_under_one_id_and_cancels_as_a_group(

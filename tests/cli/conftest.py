@@ -91,7 +91,7 @@ def make_project(root: Path, *, jobs: str = "", top: str = 'backend = "local"') 
 
 @dataclass(frozen=True)
 class Result:
-    """What one ``x-tui`` process did."""
+    """What one ``x-tui`` command did (in this process or its own)."""
 
     returncode: int
     stdout: str
@@ -100,7 +100,7 @@ class Result:
 
 @dataclass(frozen=True)
 class Cli:
-    """Runs ``python -m x_tui`` in a project, with a private state directory."""
+    """Runs ``x-tui`` in a project, with a private state directory."""
 
     project: Path
     state: Path

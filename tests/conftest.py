@@ -9,7 +9,9 @@ and under that worker's own temporary directory.
 
 from __future__ import annotations
 
+import gc
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -26,6 +28,32 @@ def pytest_configure(config: pytest.Config) -> None:
     This runs before ``pytest-xdist`` starts its workers, so they inherit it too.
     """
     cache_bytecode()
+    let_children_be_interrupted()
+    collect_garbage_less_often()
+
+
+def collect_garbage_less_often() -> None:
+    """Run Python's cycle collector after 50,000 new objects instead of 700.
+
+    A TUI test's app makes and drops hundreds of thousands of objects; at the default threshold
+    the collector ran thousands of times per test file and took about a quarter of the CPU time
+    of the app tests (29% of ``test_actions``, ``test_main_screen`` and ``test_run_screen``:
+    13.1 s of 45.4 s; 6.0 s of 37.9 s at 50,000). Garbage is still collected, in fewer and larger
+    passes; a worker's memory grows by about a third.
+    """
+    gc.set_threshold(50_000, 10, 10)
+
+
+def let_children_be_interrupted() -> None:
+    """Have every process the suite starts take SIGINT as Ctrl-C, however the suite was started.
+
+    A shell starts a background job (``pytest &``, a script's ``... &``) with SIGINT ignored, and
+    an ignored signal stays ignored through ``exec``: every ``x-tui`` a test starts would then
+    ignore the Ctrl-C a test sends it, and wait for its run to end. A handled signal is reset to
+    its default at ``exec``, so handling it here gives the children Python's own Ctrl-C.
+    """
+    if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def cache_bytecode() -> None:

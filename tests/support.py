@@ -12,9 +12,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import io
+import os
+import subprocess
+import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+import traceback
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
@@ -85,3 +90,57 @@ def exclusive(name: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def run_x_tui(
+    args: Sequence[str], *, cwd: Path, env: Mapping[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """Run ``x-tui ARGS`` to its end in this process, as ``python -m x_tui ARGS`` would run.
+
+    For a test of what a verb does, not of the process around it (what Ctrl-C, a kill or a
+    terminal do to it keeps a real process): each ``python -m x_tui`` costs an interpreter's
+    start and its imports, many times the work of a short verb. ``cwd``, the whole environment
+    (``env`` replaces it), stdin (empty, not a terminal), stdout and stderr are the verb's for
+    the call and restored after it. An exception the verb lets out is printed as Python would
+    print it, with exit status 1. ``watch``, which forks, is refused.
+    """
+    from x_tui.cli import main
+
+    if list(args[:1]) == ["watch"]:
+        raise ValueError("x-tui watch forks its watcher: run it in a process of its own")
+    out, err = io.BytesIO(), io.BytesIO()
+    out_text = io.TextIOWrapper(out, encoding="utf-8", write_through=True)
+    err_text = io.TextIOWrapper(err, encoding="utf-8", write_through=True)
+    streams = sys.stdin, sys.stdout, sys.stderr
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    sys.stdin, sys.stdout, sys.stderr = io.StringIO(""), out_text, err_text
+    os.environ.clear()
+    os.environ.update(env)
+    try:
+        os.chdir(cwd)
+        try:
+            code: object = main(list(args))
+        except SystemExit as stop:
+            code = stop.code
+        except Exception:  # the uncaught error a real process would print
+            traceback.print_exc()
+            code = 1
+        if isinstance(code, str):  # sys.exit("message")
+            print(code, file=sys.stderr)
+        out_text.flush()
+        err_text.flush()
+    finally:
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        sys.stdin, sys.stdout, sys.stderr = streams
+    returncode = code if isinstance(code, int) else (0 if code is None else 1)
+    return subprocess.CompletedProcess(
+        ["x-tui", *args], returncode, _text_mode(out.getvalue()), _text_mode(err.getvalue())
+    )
+
+
+def _text_mode(data: bytes) -> str:
+    """What ``subprocess.run(..., text=True)`` makes of a process's output (newlines too)."""
+    return data.decode().replace("\r\n", "\n").replace("\r", "\n")

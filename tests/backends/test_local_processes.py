@@ -7,6 +7,7 @@ and strangers that mention the run id or copy its marker's name.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 import secrets
@@ -111,10 +112,18 @@ def project(tmp_path: Path) -> Path:
 
 @pytest.fixture
 def spawned() -> Iterator[list[subprocess.Popen[bytes]]]:
-    """Processes a test starts; killed at the end whatever happened."""
+    """Processes a test starts; killed at the end whatever happened, with what they started.
+
+    A shell's command (``sh -c "sleep 1000 # ..."``) is a child of the shell: the process
+    group of one started with ``start_new_session`` goes with it.
+    """
     processes: list[subprocess.Popen[bytes]] = []
     yield processes
     for process in processes:
+        if process.returncode is None:  # not reaped yet, so its pid is still its own
+            # (ProcessLookupError: it leads no group of its own)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
         if process.poll() is None:
             process.kill()
         process.wait()

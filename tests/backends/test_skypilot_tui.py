@@ -33,6 +33,7 @@ s3 = fixtures.s3
 sky_tool = fixtures.sky_tool
 
 DEADLINE = 120.0
+"""Seconds each wait here may take: a fake cluster, its bucket and S3 are slow on a busy machine."""
 
 JOBS = """\
 [tool.substrax.compute.jobs.twostep]
@@ -71,7 +72,12 @@ def _text(app: XTuiApp) -> str:
 async def _submit(app: XTuiApp, pilot: Pilot[object], project: Path) -> SubmitScreen:
     screen = SubmitScreen("twostep", project=open_project(project))
     await app.push_screen(screen)
-    await wait_until(pilot, lambda: screen.plan is not None or screen.error is not None, "a plan")
+    await wait_until(
+        pilot,
+        lambda: screen.plan is not None or screen.error is not None,
+        "a plan",
+        deadline=DEADLINE,
+    )
     assert screen.plan is not None, screen.error
     await pilot.press("enter")
     return screen
@@ -84,13 +90,17 @@ def test_without_skypilot_the_submit_screen_says_how_to_install_it(tmp_path: Pat
         app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(120, 40)) as pilot:
             screen = await _submit(app, pilot, project)
-            await wait_until(pilot, lambda: "Not submitted" in _text(app), "the refusal")
+            await wait_until(
+                pilot, lambda: "Not submitted" in _text(app), "the refusal", deadline=DEADLINE
+            )
             assert "SkyPilot is not installed here" in _text(app)
             assert "uv tool install" in _text(app)
             assert app.screen is screen
             assert not screen.query_one("#submit-go", Button).disabled
             await pilot.press("escape")
-            await wait_until(pilot, lambda: app.screen is not screen, "the screen to close")
+            await wait_until(
+                pilot, lambda: app.screen is not screen, "the screen to close", deadline=DEADLINE
+            )
 
     asyncio.run(scenario())
 
@@ -110,7 +120,12 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
         app = XTuiApp(project, service=Service(), poll_intervals=QUICK_POLLS)
         async with app.run_test(size=(140, 40)) as pilot:
             await _submit(app, pilot, project)
-            await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, RunScreen),
+                "the run screen",
+                deadline=DEADLINE,
+            )
             screen = app.screen
             assert isinstance(screen, RunScreen)
             assert screen.handle.backend == "skypilot"
@@ -119,7 +134,9 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
             assert f"cluster {details['cluster']}" in shown
             assert f"request_id {details['request_id']}" in shown
             assert "transport bucket" in shown
-            await wait_until(pilot, lambda: "second sleeping" in _text(app), "the log line")
+            await wait_until(
+                pilot, lambda: "second sleeping" in _text(app), "the log line", deadline=DEADLINE
+            )
             assert screen.state is RunState.RUNNING
             screen.query_one("#run-tabs", TabbedContent).active = "tab-manifest"
             await wait_until(
@@ -128,17 +145,30 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
                     line.split()[:2] == ["first", "succeeded"] for line in _text(app).splitlines()
                 ),
                 "the first task's row, read from the bucket while the run goes on",
+                deadline=DEADLINE,
             )
             await pilot.press("c")
-            await wait_until(pilot, lambda: "Cancel run" in _text(app), "the question")
+            await wait_until(
+                pilot, lambda: "Cancel run" in _text(app), "the question", deadline=DEADLINE
+            )
             await pilot.press("y")
-            await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+            await wait_until(
+                pilot,
+                lambda: screen.state is RunState.CANCELLED,
+                "the run to stop",
+                deadline=DEADLINE,
+            )
             await pilot.press("f")
             await wait_until(
-                pilot, lambda: "into this directory" in _text(app), "the fetch question"
+                pilot,
+                lambda: "into this directory" in _text(app),
+                "the fetch question",
+                deadline=DEADLINE,
             )
             await pilot.press("enter")
-            await wait_until(pilot, lambda: "Fetched " in _text(app), "the fetch to end")
+            await wait_until(
+                pilot, lambda: "Fetched " in _text(app), "the fetch to end", deadline=DEADLINE
+            )
 
     asyncio.run(scenario())
     assert fake_sky.clusters() == []
@@ -163,10 +193,17 @@ def test_a_skypilot_runs_device_samples_reach_the_devices_tab(
         app = XTuiApp(project, service=Service())
         async with app.run_test(size=(140, 40)) as pilot:
             await _submit(app, pilot, project)
-            await wait_until(pilot, lambda: isinstance(app.screen, RunScreen), "the run screen")
+            await wait_until(
+                pilot,
+                lambda: isinstance(app.screen, RunScreen),
+                "the run screen",
+                deadline=DEADLINE,
+            )
             screen = app.screen
             assert isinstance(screen, RunScreen)
-            await wait_until(pilot, lambda: "second sleeping" in _text(app), "the log line")
+            await wait_until(
+                pilot, lambda: "second sleeping" in _text(app), "the log line", deadline=DEADLINE
+            )
             screen.query_one("#run-tabs", TabbedContent).active = "tab-devices"
             await wait_until(
                 pilot,
@@ -176,12 +213,22 @@ def test_a_skypilot_runs_device_samples_reach_the_devices_tab(
                     and len(screen.snapshot.telemetry.samples) >= 1
                 ),
                 "a device sample, peeked from the bucket",
+                deadline=DEADLINE,
             )
-            await wait_until(pilot, lambda: "processes: " in _text(app), "the processes' line")
+            await wait_until(
+                pilot, lambda: "processes: " in _text(app), "the processes' line", deadline=DEADLINE
+            )
             await pilot.press("c")
-            await wait_until(pilot, lambda: "Cancel run" in _text(app), "the question")
+            await wait_until(
+                pilot, lambda: "Cancel run" in _text(app), "the question", deadline=DEADLINE
+            )
             await pilot.press("y")
-            await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+            await wait_until(
+                pilot,
+                lambda: screen.state is RunState.CANCELLED,
+                "the run to stop",
+                deadline=DEADLINE,
+            )
 
     asyncio.run(scenario())
     assert fake_sky.clusters() == []

@@ -1,4 +1,5 @@
-"""A fresh project, a private state directory, and ``python -m x_tui`` run as a real process."""
+"""A fresh project, a private state directory, and ``x-tui`` run in it (in this process, or as a
+real ``python -m x_tui`` process)."""
 
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support import run_x_tui
 
 FIRST_EXAMPLE = """\
 import pathlib
@@ -88,7 +91,7 @@ def make_project(root: Path, *, jobs: str = "", top: str = 'backend = "local"') 
 
 @dataclass(frozen=True)
 class Result:
-    """What one ``x-tui`` process did."""
+    """What one ``x-tui`` command did (in this process or its own)."""
 
     returncode: int
     stdout: str
@@ -97,14 +100,23 @@ class Result:
 
 @dataclass(frozen=True)
 class Cli:
-    """Runs ``python -m x_tui`` in a project, with a private state directory."""
+    """Runs ``x-tui`` in a project, with a private state directory."""
 
     project: Path
     state: Path
     env: dict[str, str]
 
     def __call__(self, *args: str, cwd: Path | None = None) -> Result:
-        """Run ``x-tui ARGS`` to its end and return what it printed."""
+        """Run ``x-tui ARGS`` to its end, in this process, and return what it printed.
+
+        The verb runs as in its own process (``tests.support.run_x_tui``); :meth:`process`
+        starts a real one, for what the process itself does.
+        """
+        done = run_x_tui(args, cwd=cwd or self.project, env=self.env)
+        return Result(done.returncode, done.stdout, done.stderr)
+
+    def process(self, *args: str, cwd: Path | None = None) -> Result:
+        """Run ``python -m x_tui ARGS`` as a process of its own, to its end."""
         done = subprocess.run(
             [sys.executable, "-m", "x_tui", *args],
             cwd=cwd or self.project,

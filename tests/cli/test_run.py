@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support import wait_for
+
 if TYPE_CHECKING:
     from conftest import Cli
 
@@ -25,22 +27,28 @@ def _read_until(process: subprocess.Popen[str], wanted: str) -> list[str]:
     raise AssertionError(f"x-tui ended without printing {wanted!r}; it printed {seen!r}")
 
 
+STATUS_EVERY = 0.1
+"""Seconds between two ``status`` or ``logs`` calls while a test waits on a run."""
+
+
 def _wait_for_state(cli: Cli, run_id: str, wanted: str) -> str:
-    """Ask ``status RUN_ID`` until the run is final (a bounded number of times)."""
-    line = ""
-    for _ in range(600):
+    """Ask ``status RUN_ID`` until the run is final."""
+
+    def final_line() -> str:
         line = cli("status", run_id).stdout.strip()
-        if line.split()[-1] in ("succeeded", "failed", "cancelled"):
-            break
+        return line if line.split()[-1] in ("succeeded", "failed", "cancelled") else ""
+
+    line = wait_for(final_line, f"{run_id} to end", every=STATUS_EVERY)
     assert line == f"{run_id}  local  {line.split()[2]}  {wanted}"
     return line
 
 
 def _wait_for_log_line(cli: Cli, run_id: str, wanted: str) -> None:
-    for _ in range(600):
-        if wanted in cli("logs", run_id).stdout.splitlines():
-            return
-    raise AssertionError(f"{wanted!r} never appeared in the logs of {run_id}")
+    wait_for(
+        lambda: wanted in cli("logs", run_id).stdout.splitlines(),
+        f"{wanted!r} in the logs of {run_id}",
+        every=STATUS_EVERY,
+    )
 
 
 def test_run_prints_each_line_as_it_comes_then_the_state_and_where_the_outputs_went(
@@ -86,28 +94,30 @@ def test_a_failing_job_exits_1_and_still_fetches_its_outputs(cli: Cli) -> None:
 def test_a_detached_run_is_followed_checked_and_fetched_from_other_processes(
     cli: Cli, tmp_path: Path
 ) -> None:
-    submitted = cli("run", "hello", "--detach")
+    submitted = cli.process("run", "hello", "--detach")
     assert submitted.returncode == 0, submitted.stderr
     run_id = cli.submitted_id(submitted.stdout)
     assert submitted.stdout == f"Submitted {run_id} to local.\n"
 
-    followed = cli("logs", run_id, "--follow", cwd=tmp_path)
+    followed = cli.process("logs", run_id, "--follow", cwd=tmp_path)
     assert followed.returncode == 0, followed.stderr
     assert followed.stdout.splitlines() == [
         "[examples.01_first] hello from the first example",
         "[examples.02_second] the second example wrote 42",
     ]
     # From any directory: the handle, not the current project, says where the run is.
-    assert cli("status", run_id, cwd=tmp_path).stdout == f"{run_id}  local  hello  succeeded\n"
-    fetched = cli("fetch", run_id, "--into", str(tmp_path / "copies"), cwd=tmp_path)
+    assert (
+        cli.process("status", run_id, cwd=tmp_path).stdout == f"{run_id}  local  hello  succeeded\n"
+    )
+    fetched = cli.process("fetch", run_id, "--into", str(tmp_path / "copies"), cwd=tmp_path)
     assert fetched.stdout == f"Fetched {run_id} to {tmp_path / 'copies' / run_id}.\n"
     value = tmp_path / "copies" / run_id / "examples.02_second" / "result" / "value.txt"
     assert value.read_text() == "42"
-    assert cli("status").stdout == f"{run_id}  local  hello  succeeded\n"
+    assert cli.process("status").stdout == f"{run_id}  local  hello  succeeded\n"
 
 
 def test_a_detached_run_outlives_the_process_that_started_it_and_cancels(cli: Cli) -> None:
-    submitted = cli("run", "slow", "--detach")
+    submitted = cli.process("run", "slow", "--detach")
     run_id = cli.submitted_id(submitted.stdout)
     # That process has exited; the task still prints and the run is still running.
     _wait_for_log_line(cli, run_id, "[sleeps] sleeping")

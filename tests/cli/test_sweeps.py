@@ -7,6 +7,8 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from tests.support import wait_for
+
 if TYPE_CHECKING:
     from conftest import Cli
 
@@ -32,13 +34,13 @@ def _submitted(stdout: str) -> tuple[str, list[tuple[str, str]]]:
 
 
 def _wait_until_final(cli: Cli, sweep_id: str) -> dict[str, str]:
-    states: dict[str, str] = {}
-    for _ in range(600):
+    def final_states() -> dict[str, str]:
         runs = json.loads(cli("status", "--sweep", sweep_id, "--json").stdout)["runs"]
         states = {run["run_id"]: run["state"] for run in runs}
-        if all(state in ("succeeded", "failed", "cancelled") for state in states.values()):
-            break
-    return states
+        ended = all(state in ("succeeded", "failed", "cancelled") for state in states.values())
+        return states if ended else {}
+
+    return wait_for(final_states, f"every run of {sweep_id} to end", every=0.1)
 
 
 def test_a_detached_sweep_makes_one_run_per_value_under_one_id_and_cancels_as_a_group(

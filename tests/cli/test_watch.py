@@ -83,12 +83,12 @@ def test_a_detached_watcher_outlives_its_shell_and_runs_the_hook_once_per_event(
         os.killpg(shell.pid, signal.SIGHUP)
         os.killpg(shell.pid, signal.SIGKILL)
         shell.wait(timeout=60)
-        status = cli("watch", "--status")
+        status = cli.process("watch", "--status")
         assert status.returncode == 0, status
         assert f"pid {pid}" in status.stdout
 
-        failing = cli.submitted_id(cli("run", "failing", "--detach").stdout)
-        succeeding = cli.submitted_id(cli("run", "hello", "--detach").stdout)
+        failing = cli.submitted_id(cli.process("run", "failing", "--detach").stdout)
+        succeeding = cli.submitted_id(cli.process("run", "hello", "--detach").stdout)
         seen = _calls(calls, 2)
         by_run = {call["X_TUI_RUN_ID"]: call for call in seen}
         assert by_run[failing]["X_TUI_STATE"] == "failed"
@@ -104,17 +104,17 @@ def test_a_detached_watcher_outlives_its_shell_and_runs_the_hook_once_per_event(
         log = _log_with(cli.state / "x-tui" / "watch.log", wanted)
         assert f"watching {cli.state} (pid {pid})" in log
 
-        second = cli("watch")
+        second = cli.process("watch")
         assert second.returncode == 2
         assert f"pid {pid}" in second.stderr
 
-        stopped = cli("watch", "--stop")
+        stopped = cli.process("watch", "--stop")
         assert stopped.returncode == 0, stopped
-        assert cli("watch", "--status").returncode == 1
+        assert cli.process("watch", "--status").returncode == 1
 
         # A new watcher announces the next event, and none of the first two again.
-        assert cli("watch", "--detach").returncode == 0
-        third = cli.submitted_id(cli("run", "failing", "--detach").stdout)
+        assert cli.process("watch", "--detach").returncode == 0
+        third = cli.submitted_id(cli.process("run", "failing", "--detach").stdout)
         again = _calls(calls, 3)
         assert [call["X_TUI_RUN_ID"] for call in again].count(third) == 1
         assert sorted(call["X_TUI_RUN_ID"] for call in again) == sorted(
@@ -133,14 +133,14 @@ def test_a_detached_watcher_outlives_its_shell_and_runs_the_hook_once_per_event(
             [(failing, "failed"), (succeeding, "succeeded"), (third, "failed")]
         )
     finally:
-        cli("watch", "--stop")
+        cli.process("watch", "--stop")
         if shell.poll() is None:
             os.killpg(shell.pid, signal.SIGKILL)
             shell.wait()
 
 
 def test_status_and_stop_without_a_watcher_exit_1(cli: Cli) -> None:
-    assert cli("watch", "--status").returncode == 1
-    stopped = cli("watch", "--stop")
+    assert cli.process("watch", "--status").returncode == 1
+    stopped = cli.process("watch", "--stop")
     assert stopped.returncode == 1
     assert "no watcher runs" in stopped.stdout

@@ -260,6 +260,7 @@ def stop(run: RunProcesses, *, grace: float) -> list[int]:
         terminate_group(run.pid)
     _signal_all(run, signal.SIGTERM)
     if _wait_until_none(run, grace):
+        _wait_exited(run.pid, worker, grace)
         return []
     if leads_session:
         kill_session(run.pid)
@@ -271,6 +272,7 @@ def stop(run: RunProcesses, *, grace: float) -> list[int]:
             break
         time.sleep(_POLL_SECONDS)
     _wait_until_none(run, grace)
+    _wait_exited(run.pid, worker, grace)
     return members(run)
 
 
@@ -295,6 +297,21 @@ def _wait_until_none(run: RunProcesses, seconds: float) -> bool:
             return False
         time.sleep(_POLL_SECONDS)
     return True
+
+
+def _wait_exited(pid: int, proven: ProcessInfo | None, seconds: float) -> None:
+    """Wait up to ``seconds`` for the worker proven at the start to finish exiting.
+
+    A process that is exiting has already dropped its command line and environment, so it no
+    longer proves to be the run's, yet it is not a zombie until its exit is complete.
+    """
+    if proven is None:
+        return
+    deadline = time.monotonic() + seconds
+    while (info := process_info(pid)) is not None and not info.zombie:
+        if info.start_time != proven.start_time or time.monotonic() >= deadline:
+            return
+        time.sleep(_POLL_SECONDS)
 
 
 def terminate_group(pid: int) -> None:

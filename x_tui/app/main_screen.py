@@ -284,7 +284,12 @@ class MainScreen(RunActionScreen):
     def _read_watch(self, handles: list[RunHandle]) -> None:
         found = self._watcher.poll(handles, now=self._clock())
         cells = {run_id: watch_cells(watch) for run_id, watch in found.items() if watch}
-        self.app.call_from_thread(self.runs.show_watch, cells)
+        self.app.call_from_thread(self._show_watch, cells)
+
+    def _show_watch(self, cells: dict[str, tuple[Text, Text, Text]]) -> None:
+        """Put what the watch read in the table, unless the screen closed while it read."""
+        if self.is_attached:
+            self.runs.show_watch(cells)
 
     def _sweeps_changed(self, message: SweepsChanged) -> None:
         """Group each sweep's runs under a row of their own."""

@@ -37,7 +37,7 @@ from pathlib import Path
 
 from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import keep_final_states, read_final_states
-from x_tui.app.run_records import Record, listing_names, read_handle_record
+from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
@@ -147,6 +147,7 @@ class RunFollower:
         """The runs of the last listing posted."""
         self._saved_at = 0.0
         self._save_lock = threading.Lock()
+        self._pyproject_stamp: Stamp | None = None
 
     # Public API -------------------------------------------------------------------------------
 
@@ -191,6 +192,8 @@ class RunFollower:
         """Start the watcher and the poller threads (once)."""
         if self._threads:
             return
+        # Taken before anything is read: an edit made before the watch begins is told then.
+        self._pyproject_stamp = stamp_of(self.project / PYPROJECT if self.project else None)
         loops = [("watch", self._watch_loop)]
         if self._polling:
             loops.append(("poll", self._poll_loop))
@@ -273,6 +276,7 @@ class RunFollower:
                 runs_changed=self._runs_changed,
                 sweeps_changed=self._read_sweeps,
                 project_changed=self._project_changed,
+                pyproject_stamp=self._pyproject_stamp,
             ),
             self._stop,
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import queue
 import subprocess
 import sys
@@ -15,12 +16,15 @@ import pytest
 from textual.message import Message
 
 from tests.support import DEADLINE, wait_for
+from x_tui.app import run_follower
 from x_tui.app.deadlines import call_with_deadline
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
+from x_tui.app.run_follower import RunFollower
 from x_tui.app.service import Service
 from x_tui.compute.backend import Capability, RunState
-from x_tui.compute.store import RunHandle
+from x_tui.compute.launches import LaunchBook, LaunchRecord, StoredLaunches, process_start
+from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.errors import ProviderError
 
 from .conftest import QUICK_JOB, pyproject_text, save_handle
@@ -291,3 +295,54 @@ def test_a_backend_that_cannot_batch_is_asked_once_per_run(state_dir: Path, inbo
         monitor.stop()
     assert backend.batches == []
     assert sorted(backend.singles) == sorted(run_ids)
+
+
+def test_launch_records_are_read_only_once_their_directory_changes(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 0.02)
+    monkeypatch.setattr(run_follower, "SETTLED_SECONDS", 0.0)
+    looks: list[object] = []
+    reads: list[object] = []
+    real_stamp, real_read = run_follower._directory_stamp, run_follower.read_launches
+
+    def looked(directory: Path) -> tuple[int, int] | None:
+        looks.append(directory)
+        return real_stamp(directory)
+
+    def read(store: RunStore) -> StoredLaunches:
+        reads.append(store)
+        return real_read(store)
+
+    monkeypatch.setattr(run_follower, "_directory_stamp", looked)
+    monkeypatch.setattr(run_follower, "read_launches", read)
+    told: queue.Queue[tuple[str, RunState]] = queue.Queue()
+
+    class Follower(RunFollower):
+        def on_launch_state(self, run_id: str, state: RunState) -> None:
+            told.put((run_id, state))
+
+    follower = Follower(Service())
+    follower.start()
+    try:
+        wait_for(lambda: len(looks) >= 10, "ten looks at the launch records")
+        assert len(reads) == 1  # no records, and their directory unchanged: not read again
+        run_id = "alive-20261201T120000Z-aaaaaa"
+        LaunchBook(RunStore()).write(
+            LaunchRecord(
+                run_id=run_id,
+                backend="local",
+                job="alive",
+                project=str(tmp_path),
+                submitted_at=dt.datetime.now(dt.UTC),
+                settings={"python": sys.executable},
+                submitter_pid=os.getpid(),
+                submitter_start=process_start(os.getpid()) or "",
+            )
+        )
+        assert told.get(timeout=DEADLINE) == (run_id, RunState.SUBMITTING)
+        looked_then = len(looks)
+        wait_for(lambda: len(looks) >= looked_then + 5, "five more looks")
+        assert len(reads) >= 5  # a record is there: read at every look, as its submitter may die
+    finally:
+        follower.stop()

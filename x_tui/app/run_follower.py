@@ -41,7 +41,7 @@ from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_reco
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
-from x_tui.compute.launches import SUBMITTING, LaunchRecord
+from x_tui.compute.launches import SUBMITTING, LaunchRecord, launches_dir
 from x_tui.compute.operations import Project, read_launches
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
@@ -55,6 +55,11 @@ FIRST_PAUSE = 0.1
 
 LAUNCH_SECONDS = 1.0
 """How often the launch records (runs whose submit has not finished) are read."""
+
+SETTLED_SECONDS = 2.0
+"""How long a directory must have been still for its modification time to vouch for it."""
+
+_UNSET = (-1, -1)
 FIRST_INTERVAL = 1.0
 """Seconds before a new (or changed) run is polled, by default."""
 
@@ -148,6 +153,7 @@ class RunFollower:
         self._saved_at = 0.0
         self._save_lock = threading.Lock()
         self._pyproject_stamp: Stamp | None = None
+        self._launch_stamp: tuple[int, int] | None = _UNSET
 
     # Public API -------------------------------------------------------------------------------
 
@@ -442,8 +448,18 @@ class RunFollower:
 
         A run still being submitted reads ``submitting``, one whose submitter died before it
         started ``failed``; neither is polled, and once its handle is saved it is polled as
-        every other run.
+        every other run. While there are none, their directory is only looked at: records are
+        written by a rename, so a new one changes it.
         """
+        stamp = _directory_stamp(launches_dir(self.service.store.root))
+        with self._lock:
+            idle = not self._launches and not self._launch_unreadable
+        if idle and stamp == self._launch_stamp:
+            return
+        # Kept once the directory has been still a while: a coarse clock could hide a change
+        # made within the same tick as this read.
+        settled = stamp is None or time.time() - stamp[1] / 1e9 > SETTLED_SECONDS
+        self._launch_stamp = stamp if settled else _UNSET
         try:
             stored = read_launches(self.service.store)
         except Exception:  # a launch record never takes the monitor down; read again soon
@@ -626,6 +642,15 @@ class RunFollower:
                 }
             self._saved_at = time.monotonic()
             keep_final_states(self._cache_path, runs)
+
+
+def _directory_stamp(directory: Path) -> tuple[int, int] | None:
+    """The directory's inode and modification time (ns); ``None`` when it cannot be read."""
+    try:
+        info = directory.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns
 
 
 def _group(handle: RunHandle) -> tuple[str, str]:

@@ -29,8 +29,8 @@ QUIET_SECONDS = 0.05
 GATHER_SECONDS = 0.4
 """Changes are told at the latest this long after the first of them."""
 
-STOP_SECONDS = 0.25
-"""How soon a watch sees that it was asked to stop."""
+STOP_SECONDS = 1.0
+"""How soon an inotify watch sees that it was asked to stop (its only wake-up while idle)."""
 
 FIRST_QUIET_SECONDS = 2.0
 """Once this long passed quietly after the watch began, everything is read again once (records

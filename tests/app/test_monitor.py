@@ -27,7 +27,7 @@ from x_tui.compute.launches import LaunchBook, LaunchRecord, StoredLaunches, pro
 from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.errors import ProviderError
 
-from .conftest import QUICK_JOB, pyproject_text, save_handle
+from .conftest import QUICK_JOB, keep_final_states, pyproject_text, save_handle
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -346,3 +346,48 @@ def test_launch_records_are_read_only_once_their_directory_changes(
         assert len(reads) >= 5  # a record is there: read at every look, as its submitter may die
     finally:
         follower.stop()
+
+
+def test_only_unfinished_runs_are_listed_as_unfinished(
+    state_dir: Path, tmp_path: Path, inbox: Inbox, started: Callable[..., RunMonitor]
+) -> None:
+    for number in range(3):
+        run_id = f"old-20260919T12000{number}Z-aaaaaa"
+        save_handle(state_dir, run_id=run_id, job="old", submitted_at=EARLIER)
+    keep_final_states(
+        state_dir, {f"old-20260919T12000{n}Z-aaaaaa": (RunState.SUCCEEDED, 1.0) for n in range(3)}
+    )
+    root = tmp_path / "waits"
+    root.mkdir()
+    job = """
+[tool.substrax.compute.jobs.waits]
+timeout_seconds = 120
+commands = { waits = ["python", "waits.py"] }
+"""
+    (root / "pyproject.toml").write_text(pyproject_text(job), encoding="utf-8")
+    waits = "import os, time\nwhile not os.path.exists('stop'):\n    time.sleep(0.05)\n"
+    (root / "waits.py").write_text(waits, encoding="utf-8")
+    monitor = started()
+    service = Service()
+    handle = service.submit(service.plan(service.open_project(root), "waits"))
+    try:
+        inbox.wait_for(
+            lambda m: (
+                isinstance(m, RunStateChanged)
+                and m.run_id == handle.run_id
+                and m.state is RunState.RUNNING
+            ),
+            "the run running",
+        )
+        assert [h.run_id for h in monitor.unfinished()] == [handle.run_id]
+    finally:
+        (root / "stop").write_text("")
+    inbox.wait_for(
+        lambda m: (
+            isinstance(m, RunStateChanged)
+            and m.run_id == handle.run_id
+            and m.state is RunState.SUCCEEDED
+        ),
+        "the run's success",
+    )
+    assert monitor.unfinished() == []

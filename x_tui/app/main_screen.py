@@ -275,11 +275,7 @@ class MainScreen(RunActionScreen):
         monitor = monitor_of(self.app)
         if monitor is None:
             return
-        running = [
-            handle
-            for handle in monitor.stored.handles
-            if (state := monitor.state_of(handle.run_id)) is not None and not state.is_final
-        ]
+        running = monitor.unfinished()
         if running or self.runs.watching:
             self._read_watch(running)
 

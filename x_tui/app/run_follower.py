@@ -189,6 +189,26 @@ class RunFollower:
         with self._lock:
             return self._states.get(run_id)
 
+    def unfinished(self) -> list[RunHandle]:
+        """The runs whose last known state is not final (those being submitted included).
+
+        Only the unfinished runs are looked at, however many finished ones the store holds.
+        """
+        with self._lock:
+            found = [
+                self._handles[run_id]
+                for run_id in self._polls
+                if (state := self._states.get(run_id)) is not None and not state.is_final
+            ]
+            found.extend(
+                record.handle()
+                for run_id, record in self._launches.items()
+                if run_id not in self._handles
+                and (state := self._states.get(run_id)) is not None
+                and not state.is_final
+            )
+        return found
+
     def ended_at(self, run_id: str) -> float | None:
         """When a finished run ended (an epoch time), or ``None`` if it has not (or is unknown)."""
         with self._lock:

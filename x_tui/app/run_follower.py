@@ -16,8 +16,9 @@ with it:
   is kept in ``<state>/x-tui/final-states.json`` (:mod:`x_tui.app.final_states`) and that run is
   never polled again, in this session or the next.
 
-A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second: a run still
-being submitted is listed ``submitting``, one whose submitter died before it started ``failed``.
+A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second (while there
+are none, it only looks whether their directory changed): a run still being submitted is listed
+``submitting``, one whose submitter died before it started ``failed``.
 
 No thread touches a widget, and this module imports no Textual: what the threads learn goes to the
 ``on_*`` hooks, which do nothing here. The TUI's :class:`~x_tui.app.monitor.RunMonitor` turns them
@@ -60,6 +61,8 @@ SETTLED_SECONDS = 2.0
 """How long a directory must have been still for its modification time to vouch for it."""
 
 _UNSET = (-1, -1)
+"""A stamp no directory has: the launch records are read at the next look."""
+
 FIRST_INTERVAL = 1.0
 """Seconds before a new (or changed) run is polled, by default."""
 
@@ -479,11 +482,12 @@ class RunFollower:
         # Kept once the directory has been still a while: a coarse clock could hide a change
         # made within the same tick as this read.
         settled = stamp is None or time.time() - stamp[1] / 1e9 > SETTLED_SECONDS
-        self._launch_stamp = stamp if settled else _UNSET
         try:
             stored = read_launches(self.service.store)
         except Exception:  # a launch record never takes the monitor down; read again soon
+            self._launch_stamp = _UNSET
             return
+        self._launch_stamp = stamp if settled else _UNSET
         records = {record.run_id: record for record in stored.records}
         changes: list[tuple[str, RunState]] = []
         with self._lock:

@@ -99,6 +99,8 @@ class Inotify:
                 data = os.read(self._descriptor, _READ_BYTES)
             except BlockingIOError:
                 break
+            if not data:
+                break
             at = 0
             while at + _EVENT.size <= len(data):
                 number, mask, _cookie, length = _EVENT.unpack_from(data, at)

@@ -107,16 +107,21 @@ def _profile(app: object, report: Path, warmup: float, seconds: float) -> None:
     time.sleep(warmup)
     profiler = cProfile.Profile()
     call = app.call_from_thread  # type: ignore[attr-defined]
-    before = _thread_cpu()
+    before, process_before = _thread_cpu(), time.process_time()
     # Wrapped: Textual reads its callbacks' signatures, which built-in methods lack.
     call(lambda: profiler.enable())  # noqa: PLW0108
     time.sleep(seconds)
     call(lambda: profiler.disable())  # noqa: PLW0108
-    after = _thread_cpu()
+    after, process_after = _thread_cpu(), time.process_time()
     out = io.StringIO()
     out.write(f"CPU seconds per thread over {seconds:g} s\n")
+    counted = 0.0
     for name, spent in sorted(after.items(), key=lambda item: before.get(item[0], 0) - item[1]):
+        counted += spent - before.get(name, 0.0)
         out.write(f"  {spent - before.get(name, 0.0):8.3f}  {name}\n")
+    whole = process_after - process_before
+    out.write(f"  {whole - counted:8.3f}  (threads that ended meanwhile)\n")
+    out.write(f"  {whole:8.3f}  the whole process\n")
     stats = pstats.Stats(profiler, stream=out)
     stats.sort_stats("tottime").print_stats(30)
     stats.sort_stats("cumulative").print_stats(60)

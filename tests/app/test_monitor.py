@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import queue
 import subprocess
 import sys
@@ -15,15 +16,18 @@ import pytest
 from textual.message import Message
 
 from tests.support import DEADLINE, wait_for
+from x_tui.app import run_follower
 from x_tui.app.deadlines import call_with_deadline
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
+from x_tui.app.run_follower import RunFollower
 from x_tui.app.service import Service
 from x_tui.compute.backend import Capability, RunState
-from x_tui.compute.store import RunHandle
+from x_tui.compute.launches import LaunchBook, LaunchRecord, StoredLaunches, process_start
+from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.errors import ProviderError
 
-from .conftest import QUICK_JOB, pyproject_text, save_handle
+from .conftest import QUICK_JOB, keep_final_states, pyproject_text, save_handle
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -291,3 +295,99 @@ def test_a_backend_that_cannot_batch_is_asked_once_per_run(state_dir: Path, inbo
         monitor.stop()
     assert backend.batches == []
     assert sorted(backend.singles) == sorted(run_ids)
+
+
+def test_launch_records_are_read_only_once_their_directory_changes(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 0.02)
+    monkeypatch.setattr(run_follower, "SETTLED_SECONDS", 0.0)
+    looks: list[object] = []
+    reads: list[object] = []
+    real_stamp, real_read = run_follower._directory_stamp, run_follower.read_launches
+
+    def looked(directory: Path) -> tuple[int, int] | None:
+        looks.append(directory)
+        return real_stamp(directory)
+
+    def read(store: RunStore) -> StoredLaunches:
+        reads.append(store)
+        return real_read(store)
+
+    monkeypatch.setattr(run_follower, "_directory_stamp", looked)
+    monkeypatch.setattr(run_follower, "read_launches", read)
+    told: queue.Queue[tuple[str, RunState]] = queue.Queue()
+
+    class Follower(RunFollower):
+        def on_launch_state(self, run_id: str, state: RunState) -> None:
+            told.put((run_id, state))
+
+    follower = Follower(Service())
+    follower.start()
+    try:
+        wait_for(lambda: len(looks) >= 10, "ten looks at the launch records")
+        assert len(reads) == 1  # no records, and their directory unchanged: not read again
+        run_id = "alive-20261201T120000Z-aaaaaa"
+        LaunchBook(RunStore()).write(
+            LaunchRecord(
+                run_id=run_id,
+                backend="local",
+                job="alive",
+                project=str(tmp_path),
+                submitted_at=dt.datetime.now(dt.UTC),
+                settings={"python": sys.executable},
+                submitter_pid=os.getpid(),
+                submitter_start=process_start(os.getpid()) or "",
+            )
+        )
+        assert told.get(timeout=DEADLINE) == (run_id, RunState.SUBMITTING)
+        looked_then = len(looks)
+        wait_for(lambda: len(looks) >= looked_then + 5, "five more looks")
+        assert len(reads) >= 5  # a record is there: read at every look, as its submitter may die
+    finally:
+        follower.stop()
+
+
+def test_only_unfinished_runs_are_listed_as_unfinished(
+    state_dir: Path, tmp_path: Path, inbox: Inbox, started: Callable[..., RunMonitor]
+) -> None:
+    for number in range(3):
+        run_id = f"old-20260919T12000{number}Z-aaaaaa"
+        save_handle(state_dir, run_id=run_id, job="old", submitted_at=EARLIER)
+    keep_final_states(
+        state_dir, {f"old-20260919T12000{n}Z-aaaaaa": (RunState.SUCCEEDED, 1.0) for n in range(3)}
+    )
+    root = tmp_path / "waits"
+    root.mkdir()
+    job = """
+[tool.substrax.compute.jobs.waits]
+timeout_seconds = 120
+commands = { waits = ["python", "waits.py"] }
+"""
+    (root / "pyproject.toml").write_text(pyproject_text(job), encoding="utf-8")
+    waits = "import os, time\nwhile not os.path.exists('stop'):\n    time.sleep(0.05)\n"
+    (root / "waits.py").write_text(waits, encoding="utf-8")
+    monitor = started()
+    service = Service()
+    handle = service.submit(service.plan(service.open_project(root), "waits"))
+    try:
+        inbox.wait_for(
+            lambda m: (
+                isinstance(m, RunStateChanged)
+                and m.run_id == handle.run_id
+                and m.state is RunState.RUNNING
+            ),
+            "the run running",
+        )
+        assert [h.run_id for h in monitor.unfinished()] == [handle.run_id]
+    finally:
+        (root / "stop").write_text("")
+    inbox.wait_for(
+        lambda m: (
+            isinstance(m, RunStateChanged)
+            and m.run_id == handle.run_id
+            and m.state is RunState.SUCCEEDED
+        ),
+        "the run's success",
+    )
+    assert monitor.unfinished() == []

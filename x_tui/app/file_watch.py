@@ -1,22 +1,40 @@
 """Watching the run store, the sweep records and the project's pyproject.toml for changes.
 
-``watchfiles`` (inotify and its kin) tells which files changed, debounced; where the system gives
-no file notifications (an inotify limit, a file system without them) the three are read again
-every :data:`POLL_SECONDS` instead. Either way this only says what changed, through callbacks
-called on the watching thread; the caller reads what it needs.
+On Linux the watching thread sleeps on an inotify descriptor (:mod:`x_tui.app.inotify`) until
+something changes, so an idle app spends nothing on it; elsewhere ``watchfiles`` (kqueue and its
+kin) tells which files changed. Changes are gathered until :data:`QUIET_SECONDS` pass without
+another (at most :data:`GATHER_SECONDS`), then told. Where the system gives no file
+notifications (an inotify limit, a file system without them, a watched directory removed) the
+three are read again every :data:`POLL_SECONDS` instead. Either way this only says what changed,
+through callbacks called on the watching thread; the caller reads what it needs.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.app.run_records import stamp_of
+from x_tui.app.inotify import Changes, open_inotify
+from x_tui.app.run_records import Stamp, stamp_of
 
 POLL_SECONDS = 2.0
 """How often everything is read again when there are no file notifications."""
+
+QUIET_SECONDS = 0.05
+"""Changes are told once this long passed without another."""
+
+GATHER_SECONDS = 0.4
+"""Changes are told at the latest this long after the first of them."""
+
+STOP_SECONDS = 1.0
+"""How soon an inotify watch sees that it was asked to stop (its only wake-up while idle)."""
+
+FIRST_QUIET_SECONDS = 2.0
+"""Once this long passed quietly after the watch began, everything is read again once (records
+saved between the first read and the watch starting are caught then)."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -31,6 +49,8 @@ class Watched:
         sweeps_changed: Called when a sweep record changed (before the runs of the same batch,
             so a sweep's runs arrive already grouped).
         project_changed: Called when ``pyproject.toml`` changed.
+        pyproject_stamp: ``pyproject.toml``'s stamp when the caller began: if it differs once
+            the watch has begun, ``project_changed`` is called then.
     """
 
     runs_dir: Path
@@ -39,6 +59,7 @@ class Watched:
     runs_changed: Callable[[Iterable[Path] | None], object]
     sweeps_changed: Callable[[], object]
     project_changed: Callable[[], object]
+    pyproject_stamp: Stamp | None = None
 
 
 def watch(watched: Watched, stop: threading.Event) -> None:
@@ -46,16 +67,17 @@ def watch(watched: Watched, stop: threading.Event) -> None:
 
     Args:
         watched: What to watch and whom to tell.
-        stop: Ends the watch (within about two seconds).
+        stop: Ends the watch (within :data:`STOP_SECONDS` with inotify, else about two seconds).
     """
     try:
-        _notified(watched, stop)
+        if not _inotified(watched, stop):
+            _notified(watched, stop)
     except OSError:
         _polled(watched, stop)
 
 
 def _polled(watched: Watched, stop: threading.Event) -> None:
-    seen = stamp_of(watched.pyproject)
+    seen = watched.pyproject_stamp
     while not stop.wait(POLL_SECONDS):
         watched.sweeps_changed()
         watched.runs_changed(None)
@@ -65,18 +87,69 @@ def _polled(watched: Watched, stop: threading.Event) -> None:
             watched.project_changed()
 
 
+def _directories(watched: Watched) -> list[Path]:
+    project = watched.pyproject.parent if watched.pyproject is not None else None
+    return [watched.runs_dir, watched.sweeps_dir] + ([project] if project is not None else [])
+
+
+def _inotified(watched: Watched, stop: threading.Event) -> bool:
+    """Watch with inotify until ``stop``; ``False`` at once where there is none.
+
+    Raises:
+        OSError: If a directory cannot be watched, or one went away (then polling takes over).
+    """
+    notify = open_inotify()
+    if notify is None:
+        return False
+    try:
+        for directory in _directories(watched):
+            notify.watch(directory)
+        _tell_edited_project(watched)
+        quiet_until: float | None = time.monotonic() + FIRST_QUIET_SECONDS
+        while not stop.is_set():
+            if not notify.wait(STOP_SECONDS):
+                if quiet_until is not None and time.monotonic() >= quiet_until:
+                    quiet_until = None
+                    watched.sweeps_changed()
+                    watched.runs_changed(None)
+                continue
+            changes = notify.read()
+            give_up = time.monotonic() + GATHER_SECONDS
+            while not changes.gone and (left := give_up - time.monotonic()) > 0:
+                if not notify.wait(min(QUIET_SECONDS, left)):
+                    break
+                more = notify.read()
+                changes = Changes(
+                    changes.paths | more.paths,
+                    lost=changes.lost or more.lost,
+                    gone=changes.gone or more.gone,
+                )
+            if stop.is_set():
+                break
+            if changes.lost or changes.gone:
+                watched.sweeps_changed()
+                watched.runs_changed(None)
+                if watched.pyproject is not None:
+                    watched.project_changed()
+                if changes.gone:
+                    raise OSError("a watched directory went away")
+                continue
+            _tell(watched, set(changes.paths))
+    finally:
+        notify.close()
+    return True
+
+
 def _notified(watched: Watched, stop: threading.Event) -> None:
     import watchfiles
 
-    project = watched.pyproject.parent if watched.pyproject is not None else None
-    paths = [watched.runs_dir, watched.sweeps_dir] + ([project] if project is not None else [])
     first_quiet = True
     for changes in watchfiles.watch(
-        *paths,
+        *_directories(watched),
         watch_filter=None,
         recursive=False,
-        debounce=400,
-        step=50,
+        debounce=int(GATHER_SECONDS * 1000),
+        step=int(QUIET_SECONDS * 1000),
         stop_event=stop,
         yield_on_timeout=True,
         rust_timeout=2000,
@@ -90,12 +163,23 @@ def _notified(watched: Watched, stop: threading.Event) -> None:
                 first_quiet = False
                 watched.sweeps_changed()
                 watched.runs_changed(None)
+                _tell_edited_project(watched)
             continue
-        touched = {Path(path) for _, path in changes}
-        if any(path.parent == watched.sweeps_dir and path.suffix == ".json" for path in touched):
-            watched.sweeps_changed()
-        runs = {path for path in touched if path.parent == watched.runs_dir}
-        if any(path.suffix == ".json" and not path.name.startswith(".") for path in runs):
-            watched.runs_changed([path for path in runs if path.suffix == ".json"])
-        if watched.pyproject is not None and watched.pyproject in touched:
-            watched.project_changed()
+        _tell(watched, {Path(path) for _, path in changes})
+
+
+def _tell_edited_project(watched: Watched) -> None:
+    """Call ``project_changed`` if ``pyproject.toml`` changed before the watch began."""
+    if watched.pyproject is not None and stamp_of(watched.pyproject) != watched.pyproject_stamp:
+        watched.project_changed()
+
+
+def _tell(watched: Watched, touched: set[Path]) -> None:
+    """Call ``watched``'s callbacks for the files ``touched``."""
+    if any(path.parent == watched.sweeps_dir and path.suffix == ".json" for path in touched):
+        watched.sweeps_changed()
+    runs = {path for path in touched if path.parent == watched.runs_dir}
+    if any(path.suffix == ".json" and not path.name.startswith(".") for path in runs):
+        watched.runs_changed([path for path in runs if path.suffix == ".json"])
+    if watched.pyproject is not None and watched.pyproject in touched:
+        watched.project_changed()

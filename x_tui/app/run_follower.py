@@ -16,8 +16,9 @@ with it:
   is kept in ``<state>/x-tui/final-states.json`` (:mod:`x_tui.app.final_states`) and that run is
   never polled again, in this session or the next.
 
-A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second: a run still
-being submitted is listed ``submitting``, one whose submitter died before it started ``failed``.
+A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second (while there
+are none, it only looks whether their directory changed): a run still being submitted is listed
+``submitting``, one whose submitter died before it started ``failed``.
 
 No thread touches a widget, and this module imports no Textual: what the threads learn goes to the
 ``on_*`` hooks, which do nothing here. The TUI's :class:`~x_tui.app.monitor.RunMonitor` turns them
@@ -37,11 +38,11 @@ from pathlib import Path
 
 from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import keep_final_states, read_final_states
-from x_tui.app.run_records import Record, listing_names, read_handle_record
+from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
-from x_tui.compute.launches import SUBMITTING, LaunchRecord
+from x_tui.compute.launches import SUBMITTING, LaunchRecord, launches_dir
 from x_tui.compute.operations import Project, read_launches
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
@@ -55,6 +56,13 @@ FIRST_PAUSE = 0.1
 
 LAUNCH_SECONDS = 1.0
 """How often the launch records (runs whose submit has not finished) are read."""
+
+SETTLED_SECONDS = 2.0
+"""How long a directory must have been still for its modification time to vouch for it."""
+
+_UNSET = (-1, -1)
+"""A stamp no directory has: the launch records are read at the next look."""
+
 FIRST_INTERVAL = 1.0
 """Seconds before a new (or changed) run is polled, by default."""
 
@@ -148,6 +156,8 @@ class RunFollower:
         """The runs of the last listing posted."""
         self._saved_at = 0.0
         self._save_lock = threading.Lock()
+        self._pyproject_stamp: Stamp | None = None
+        self._launch_stamp: tuple[int, int] | None = _UNSET
 
     # Public API -------------------------------------------------------------------------------
 
@@ -223,6 +233,8 @@ class RunFollower:
         """Start the watcher and the poller threads (once)."""
         if self._threads:
             return
+        # Taken before anything is read: an edit made before the watch begins is told then.
+        self._pyproject_stamp = stamp_of(self.project / PYPROJECT if self.project else None)
         loops = [("watch", self._watch_loop)]
         if self._polling:
             loops.append(("poll", self._poll_loop))
@@ -305,6 +317,7 @@ class RunFollower:
                 runs_changed=self._runs_changed,
                 sweeps_changed=self._read_sweeps,
                 project_changed=self._project_changed,
+                pyproject_stamp=self._pyproject_stamp,
             ),
             self._stop,
         )
@@ -470,12 +483,23 @@ class RunFollower:
 
         A run still being submitted reads ``submitting``, one whose submitter died before it
         started ``failed``; neither is polled, and once its handle is saved it is polled as
-        every other run.
+        every other run. While there are none, their directory is only looked at: records are
+        written by a rename, so a new one changes it.
         """
+        stamp = _directory_stamp(launches_dir(self.service.store.root))
+        with self._lock:
+            idle = not self._launches and not self._launch_unreadable
+        if idle and stamp == self._launch_stamp:
+            return
+        # Kept once the directory has been still a while: a coarse clock could hide a change
+        # made within the same tick as this read.
+        settled = stamp is None or time.time() - stamp[1] / 1e9 > SETTLED_SECONDS
         try:
             stored = read_launches(self.service.store)
         except Exception:  # a launch record never takes the monitor down; read again soon
+            self._launch_stamp = _UNSET
             return
+        self._launch_stamp = stamp if settled else _UNSET
         records = {record.run_id: record for record in stored.records}
         changes: list[tuple[str, RunState]] = []
         with self._lock:
@@ -660,6 +684,15 @@ class RunFollower:
 
 
 _FINAL_STATES = frozenset(state for state in RunState if state.is_final)
+
+
+def _directory_stamp(directory: Path) -> tuple[int, int] | None:
+    """The directory's inode and modification time (ns); ``None`` when it cannot be read."""
+    try:
+        info = directory.stat()
+    except OSError:
+        return None
+    return info.st_ino, info.st_mtime_ns
 
 
 def _group(handle: RunHandle) -> tuple[str, str]:

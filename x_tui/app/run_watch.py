@@ -1,10 +1,10 @@
 """What the runs table shows of each running run beyond its state: progress and ETA, mean GPU
 use, cost so far and flags, read from the worker's side files.
 
-:class:`WatchPoller` reads every running run's ``telemetry.jsonl`` and ``metrics.jsonl`` through
-the service (a local run's files directly, a remote run's through its backend's peek: two small
-reads), blocking (call it from a thread worker), at most every :data:`WATCH_SECONDS`. It
-imports no Textual; :func:`watch_cells` makes the table's cells.
+:class:`WatchPoller` reads every running run's ``telemetry.jsonl`` and ``metrics.jsonl`` (a local
+run's files as they grow, a remote run's through its backend's peek: two small reads), blocking
+(call it from a thread worker), at most every :data:`WATCH_SECONDS`. It imports no Textual;
+:func:`watch_cells` makes the table's cells.
 """
 
 from __future__ import annotations
@@ -17,9 +17,19 @@ from rich.text import Text
 
 from x_tui.app.run_sources import RunReader
 from x_tui.app.service import Service
+from x_tui.compute.output_lines import OutputLines
 from x_tui.compute.run_health import cost_so_far, flags_of, run_hourly_price
 from x_tui.compute.store import RunHandle
-from x_tui.compute.telemetry_read import RunMetrics, Telemetry, read_metrics, read_telemetry
+from x_tui.compute.telemetry_read import (
+    READ_LIMIT,
+    MetricsLines,
+    Progress,
+    Telemetry,
+    TelemetryLines,
+    json_line,
+    read_metrics,
+    read_telemetry,
+)
 from x_tui.compute.worker.log_metrics import METRICS_NAME
 from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 from x_tui.widgets.run_cells import EMPTY
@@ -50,12 +60,11 @@ class RunWatch:
 def _watch(
     handle: RunHandle,
     telemetry: Telemetry | None,
-    metrics: RunMetrics,
+    progress: Progress | None,
     *,
     now: float,
     hourly: float | None,
 ) -> RunWatch:
-    progress = metrics.progress
     return RunWatch(
         progress=progress.text() if progress is not None else None,
         gpu_percent=telemetry.mean_utilization() if telemetry is not None else None,
@@ -78,8 +87,9 @@ def watch_cells(watch: RunWatch) -> tuple[Text, Text, Text]:
 class WatchPoller:
     """Reads the running runs' side files, each run's hourly price looked up once.
 
-    A run whose files are on this machine has them read again only once they changed (their
-    size or modification time); a run whose side files stand still is not read at every poll.
+    A run whose files are on this machine has them followed (:mod:`x_tui.compute.output_lines`):
+    only the lines appended since the last poll are read and parsed, and a file that did not
+    change is not opened. A remote run's files are read whole through its backend at each poll.
     The cost and the flags, which change with the time alone, are worked out afresh at every
     poll.
     """
@@ -88,13 +98,14 @@ class WatchPoller:
         """Read through ``service``."""
         self._service = service
         self._hourly: dict[str, float | None] = {}
-        self._outputs: dict[str, Path | None] = {}
-        self._read: dict[str, _Read] = {}
+        self._local: dict[str, _LocalFiles | None] = {}
 
     def poll(self, handles: Iterable[RunHandle], *, now: float) -> dict[str, RunWatch]:
         """Each running run's :class:`RunWatch`, by run id (blocking)."""
         found: dict[str, RunWatch] = {}
+        polled: set[str] = set()
         for handle in handles:
+            polled.add(handle.run_id)
             if handle.run_id not in self._hourly:
                 spec, _note = RunReader(self._service, handle).spec()
                 self._hourly[handle.run_id] = (
@@ -103,53 +114,71 @@ class WatchPoller:
                     else None
                 )
             hourly = self._hourly[handle.run_id]
-            stamps = self._stamps(handle)
-            kept = self._read.get(handle.run_id)
-            if stamps is not None and kept is not None and kept.stamps == stamps:
-                found[handle.run_id] = _watch(
-                    handle, kept.telemetry, kept.metrics, now=now, hourly=hourly
-                )
-                continue
+            local = self._local_files(handle)
             try:
-                telemetry = read_telemetry(self._service.peek(handle, TELEMETRY_NAME))
-                metrics = read_metrics(self._service.peek(handle, METRICS_NAME))
+                if local is not None:
+                    telemetry, progress = local.read()
+                else:
+                    telemetry = read_telemetry(self._service.peek(handle, TELEMETRY_NAME))
+                    progress = read_metrics(self._service.peek(handle, METRICS_NAME)).progress
             except Exception:  # a provider's failure: the state column says it, not these
+                if local is not None:  # read whole at the next poll (a refused file again)
+                    self._local[handle.run_id] = _LocalFiles(local.outputs)
                 found[handle.run_id] = RunWatch()
                 continue
-            if stamps is not None:
-                self._read[handle.run_id] = _Read(stamps, telemetry, metrics)
-            found[handle.run_id] = _watch(handle, telemetry, metrics, now=now, hourly=hourly)
+            found[handle.run_id] = _watch(handle, telemetry, progress, now=now, hourly=hourly)
+        for run_id in self._local.keys() - polled:  # finished or gone: nothing kept of it
+            del self._local[run_id]
         return found
 
-    def _stamps(self, handle: RunHandle) -> tuple[_Stamp, _Stamp] | None:
-        """The size and time of the run's two side files, when they are on this machine."""
-        if handle.run_id not in self._outputs:
+    def _local_files(self, handle: RunHandle) -> _LocalFiles | None:
+        """The run's side files when they are on this machine (found out once per run)."""
+        if handle.run_id not in self._local:
             try:
                 files = self._service.run_files(handle)
             except Exception:  # read through the backend each time, as before
                 files = None
-            self._outputs[handle.run_id] = files.outputs if files is not None else None
-        outputs = self._outputs[handle.run_id]
-        if outputs is None:
-            return None
-        return _stamp(outputs / TELEMETRY_NAME), _stamp(outputs / METRICS_NAME)
+            self._local[handle.run_id] = _LocalFiles(files.outputs) if files is not None else None
+        return self._local[handle.run_id]
 
 
-_Stamp = tuple[int, int] | None
+class _LocalFiles:
+    """A local run's two side files, followed, and what they said when they last changed."""
+
+    def __init__(self, outputs: Path) -> None:
+        self.outputs = outputs
+        self._telemetry_file = OutputLines(outputs, TELEMETRY_NAME, limit=READ_LIMIT)
+        self._metrics_file = OutputLines(outputs, METRICS_NAME, limit=READ_LIMIT)
+        self._telemetry_lines = TelemetryLines()
+        self._metrics_lines = MetricsLines()
+        self._telemetry: Telemetry | None = None
+        self._progress: Progress | None = None
+
+    def read(self) -> tuple[Telemetry | None, Progress | None]:
+        """The run's telemetry and progress as the files hold them now."""
+        telemetry = self._telemetry_file.read()
+        metrics = self._metrics_file.read()
+        if telemetry is not None:
+            if telemetry.restart:
+                self._telemetry_lines = TelemetryLines()
+            self._telemetry_lines.add(_parsed(telemetry.lines))
+            lines = self._telemetry_lines
+            if telemetry.rest:  # a line not finished yet counts as a whole read counts it
+                lines = lines.copy()
+                lines.add(_parsed([telemetry.rest]))
+            self._telemetry = lines.telemetry()
+        if metrics is not None:
+            if metrics.restart:
+                self._metrics_lines = MetricsLines()
+            self._metrics_lines.add(_parsed(metrics.lines))
+            if metrics.rest:
+                finished = self._metrics_lines.copy()
+                finished.add(_parsed([metrics.rest]))
+                self._progress = finished.progress
+            else:
+                self._progress = self._metrics_lines.progress
+        return self._telemetry, self._progress
 
 
-def _stamp(path: Path) -> _Stamp:
-    try:
-        info = path.lstat()
-    except OSError:
-        return None
-    return info.st_mtime_ns, info.st_size
-
-
-@dataclass(frozen=True)
-class _Read:
-    """A run's side files as last read, and their stamps then."""
-
-    stamps: tuple[_Stamp, _Stamp]
-    telemetry: Telemetry | None
-    metrics: RunMetrics
+def _parsed(lines: Iterable[bytes]) -> list[dict[str, object]]:
+    return [line for raw in lines if (line := json_line(raw)) is not None]

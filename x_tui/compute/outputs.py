@@ -372,7 +372,7 @@ def read_output(outputs: Path, relative: str, *, limit: int = READ_LIMIT) -> byt
             a symbolic link or something that is not a directory or regular file.
         OutputTooLargeError: If the file holds more than ``limit`` bytes.
     """
-    descriptor = _open_output(outputs, relative)
+    descriptor = open_output(outputs, relative)
     if descriptor is None:
         return None
     with os.fdopen(descriptor, "rb") as reader:
@@ -400,7 +400,7 @@ def output_file(outputs: Path, relative: str) -> Path | None:
         when it is a link, a special file, or under one.
     """
     try:
-        descriptor = _open_output(outputs, relative)
+        descriptor = open_output(outputs, relative)
     except OutsideOutputsError:
         return None
     if descriptor is not None:
@@ -473,8 +473,16 @@ def _open_dirs(outputs: Path, parts: list[str]) -> list[int] | None:
     return descriptors
 
 
-def _open_output(outputs: Path, relative: str) -> int | None:
-    """A descriptor of the regular file ``relative`` under ``outputs``; ``None`` when missing."""
+def open_output(outputs: Path, relative: str) -> int | None:
+    """A descriptor of the regular file ``relative`` under ``outputs`` (blocking, read-only),
+    opened as :func:`read_output` opens it; the caller closes it.
+
+    Returns:
+        The descriptor; ``None`` when the file or a directory above it does not exist (yet).
+
+    Raises:
+        OutsideOutputsError: As :func:`read_output`.
+    """
     parts = _parts(relative)
     descriptors = _open_dirs(outputs, parts[:-1])
     if descriptors is None:

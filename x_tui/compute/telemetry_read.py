@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from x_tui.compute.worker.records import JsonValue
@@ -88,53 +89,96 @@ class Telemetry:
         return sum(values) / len(values) if values else None
 
 
-def _lines(data: bytes | None) -> list[dict[str, object]]:
+def json_lines(data: bytes | None) -> list[dict[str, object]]:
+    """The JSON objects of a JSON-lines file's bytes (of its first :data:`READ_LIMIT` bytes),
+    in order; a line that is not one is skipped."""
     if not data:
         return []
     found = []
     for raw in data[:READ_LIMIT].split(b"\n"):
-        if not raw.startswith(b"{"):
-            continue
-        try:
-            value = json.loads(raw)
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            found.append(value)
+        line = json_line(raw)
+        if line is not None:
+            found.append(line)
     return found
+
+
+def json_line(raw: bytes) -> dict[str, object] | None:
+    """One line's JSON object; ``None`` for a line that is not one."""
+    if not raw.startswith(b"{"):
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
 
 
 def read_telemetry(data: bytes | None) -> Telemetry | None:
     """The telemetry in a ``telemetry.jsonl``'s bytes; ``None`` without a header line."""
-    lines = _lines(data)
-    if not lines or lines[0].get("x_tui_telemetry") != 1:
-        return None
-    header = lines[0]
-    names: dict[int, str] = {}
-    samples: list[Sample] = []
-    for line in lines[1:]:
-        devices = line.get("devices")
-        if isinstance(devices, list):
-            for entry in devices[:_MAX_GPUS]:
-                if (
-                    isinstance(entry, list)
-                    and len(entry) == 2
-                    and isinstance(entry[0], int)
-                    and isinstance(entry[1], str)
-                ):
-                    names[entry[0]] = entry[1][:_MAX_NAME]
-            continue
-        sample = _sample(line)
-        if sample is not None:
-            samples.append(sample)
-    return Telemetry(
-        interval=_figure(header.get("interval")),
-        stall_seconds=_figure(header.get("stall_seconds")),
-        started=_figure(header.get("started")),
-        memory_limit_mib=_figure(header.get("memory_limit_mib")),
-        names=names,
-        samples=tuple(samples),
-    )
+    lines = TelemetryLines()
+    lines.add(json_lines(data))
+    return lines.telemetry()
+
+
+class TelemetryLines:
+    """A ``telemetry.jsonl`` read line by line as it grows (:func:`read_telemetry` reads a
+    whole one the same way)."""
+
+    def __init__(self) -> None:
+        """Nothing read yet."""
+        self._header: dict[str, object] | None = None
+        self._foreign = False
+        self._names: dict[int, str] = {}
+        self._samples: list[Sample] = []
+
+    def add(self, lines: Iterable[dict[str, object]]) -> None:
+        """Take the file's next lines (a file whose first line is no header holds nothing)."""
+        for line in lines:
+            if self._foreign:
+                return
+            if self._header is None:
+                if line.get("x_tui_telemetry") != 1:
+                    self._foreign = True
+                    return
+                self._header = line
+                continue
+            devices = line.get("devices")
+            if isinstance(devices, list):
+                for entry in devices[:_MAX_GPUS]:
+                    if (
+                        isinstance(entry, list)
+                        and len(entry) == 2
+                        and isinstance(entry[0], int)
+                        and isinstance(entry[1], str)
+                    ):
+                        self._names[entry[0]] = entry[1][:_MAX_NAME]
+                continue
+            sample = _sample(line)
+            if sample is not None:
+                self._samples.append(sample)
+
+    def copy(self) -> TelemetryLines:
+        """Another reader that has read what this one has."""
+        other = TelemetryLines()
+        other._header = self._header
+        other._foreign = self._foreign
+        other._names = dict(self._names)
+        other._samples = list(self._samples)
+        return other
+
+    def telemetry(self) -> Telemetry | None:
+        """The telemetry of the lines taken so far; ``None`` without a header line."""
+        header = self._header
+        if header is None or self._foreign:
+            return None
+        return Telemetry(
+            interval=_figure(header.get("interval")),
+            stall_seconds=_figure(header.get("stall_seconds")),
+            started=_figure(header.get("started")),
+            memory_limit_mib=_figure(header.get("memory_limit_mib")),
+            names=dict(self._names),
+            samples=tuple(self._samples),
+        )
 
 
 def _sample(line: dict[str, object]) -> Sample | None:
@@ -198,30 +242,75 @@ class RunMetrics:
 
 def read_metrics(data: bytes | None, *, max_series: int = 64) -> RunMetrics:
     """The metrics in a ``metrics.jsonl``'s bytes (nothing, for a missing or damaged file)."""
-    lines = _lines(data)
-    if not lines or lines[0].get("x_tui_metrics") != 1:
-        return RunMetrics()
-    series: dict[str, list[tuple[float, float]]] = {}
-    progress: Progress | None = None
-    for line in lines[1:]:
-        bar = line.get("progress")
-        if isinstance(bar, dict):
-            progress = _progress(bar, line) or progress
-            continue
-        step = _figure(line.get("step"))
-        values = line.get("values")
-        if step is None or not isinstance(values, dict):
-            continue
-        for name, value in values.items():
-            number = _figure(value)
-            if not isinstance(name, str) or number is None or len(name) > _MAX_NAME:
+    lines = MetricsLines(max_series=max_series)
+    lines.add(json_lines(data))
+    return lines.metrics()
+
+
+class MetricsLines:
+    """A ``metrics.jsonl`` read line by line as it grows (:func:`read_metrics` reads a whole
+    one the same way)."""
+
+    def __init__(self, *, max_series: int = 64) -> None:
+        """Nothing read yet; at most ``max_series`` metrics are kept."""
+        self._max_series = max_series
+        self._started = False
+        self._foreign = False
+        self._series: dict[str, list[tuple[float, float]]] = {}
+        self._progress: Progress | None = None
+
+    @property
+    def progress(self) -> Progress | None:
+        """The latest progress bar of the lines taken so far, if any."""
+        return None if self._foreign else self._progress
+
+    def add(self, lines: Iterable[dict[str, object]]) -> None:
+        """Take the file's next lines (a file whose first line is no header holds nothing)."""
+        for line in lines:
+            if self._foreign:
+                return
+            if not self._started:
+                if line.get("x_tui_metrics") != 1:
+                    self._foreign = True
+                    return
+                self._started = True
                 continue
-            if name not in series:
-                if len(series) >= max_series:
+            bar = line.get("progress")
+            if isinstance(bar, dict):
+                self._progress = _progress(bar, line) or self._progress
+                continue
+            step = _figure(line.get("step"))
+            values = line.get("values")
+            if step is None or not isinstance(values, dict):
+                continue
+            series = self._series
+            for name, value in values.items():
+                number = _figure(value)
+                if not isinstance(name, str) or number is None or len(name) > _MAX_NAME:
                     continue
-                series[name] = []
-            series[name].append((step, number))
-    return RunMetrics(series=series, progress=progress)
+                if name not in series:
+                    if len(series) >= self._max_series:
+                        continue
+                    series[name] = []
+                series[name].append((step, number))
+
+    def copy(self) -> MetricsLines:
+        """Another reader that has read what this one has."""
+        other = MetricsLines(max_series=self._max_series)
+        other._started = self._started
+        other._foreign = self._foreign
+        other._series = {name: list(points) for name, points in self._series.items()}
+        other._progress = self._progress
+        return other
+
+    def metrics(self) -> RunMetrics:
+        """The metrics of the lines taken so far."""
+        if self._foreign:
+            return RunMetrics()
+        return RunMetrics(
+            series={name: list(points) for name, points in self._series.items()},
+            progress=self._progress,
+        )
 
 
 def _progress(bar: dict[str, object], line: dict[str, object]) -> Progress | None:

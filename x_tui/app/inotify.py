@@ -1,0 +1,143 @@
+"""Linux's inotify, through the C library: a descriptor that becomes readable when a watched
+directory's entries change, so a watcher can sleep until something happens.
+
+Only what :mod:`x_tui.app.file_watch` needs: watch a few directories (not recursively) and read
+which of their entries changed. :func:`open_inotify` says ``None`` where there is no inotify
+(another system, or a C library without it).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import select
+import struct
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+IN_MODIFY = 0x00000002
+IN_ATTRIB = 0x00000004
+IN_CLOSE_WRITE = 0x00000008
+IN_MOVED_FROM = 0x00000040
+IN_MOVED_TO = 0x00000080
+IN_CREATE = 0x00000100
+IN_DELETE = 0x00000200
+IN_DELETE_SELF = 0x00000400
+IN_MOVE_SELF = 0x00000800
+IN_Q_OVERFLOW = 0x00004000
+IN_IGNORED = 0x00008000
+IN_ONLYDIR = 0x01000000
+
+ENTRY_CHANGES = (
+    IN_MODIFY
+    | IN_ATTRIB
+    | IN_CLOSE_WRITE
+    | IN_MOVED_FROM
+    | IN_MOVED_TO
+    | IN_CREATE
+    | IN_DELETE
+    | IN_DELETE_SELF
+    | IN_MOVE_SELF
+)
+"""What is watched of a directory: any change to an entry, and the directory going away."""
+
+_EVENT = struct.Struct("iIII")
+_READ_BYTES = 64 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Changes:
+    """What a read of the descriptor found.
+
+    Attributes:
+        paths: The entries that changed (the watched directory's path joined with the name).
+        lost: Whether some changes were lost (the kernel's queue overflowed): the caller must
+            read everything again.
+        gone: Whether a watched directory was removed or moved: it is watched no more.
+    """
+
+    paths: frozenset[Path]
+    lost: bool = False
+    gone: bool = False
+
+
+class Inotify:
+    """An inotify descriptor watching some directories."""
+
+    def __init__(self, library: ctypes.CDLL, descriptor: int) -> None:
+        """Use ``descriptor`` (from ``inotify_init1``) of ``library``; see :func:`open_inotify`."""
+        self._library = library
+        self._descriptor = descriptor
+        self._directories: dict[int, Path] = {}
+
+    def watch(self, directory: Path) -> None:
+        """Watch ``directory``'s entries.
+
+        Raises:
+            OSError: If it cannot be watched (missing, not a directory, the watch limit).
+        """
+        number = self._library.inotify_add_watch(
+            self._descriptor, os.fsencode(directory), ENTRY_CHANGES | IN_ONLYDIR
+        )
+        if number < 0:
+            error = ctypes.get_errno()
+            raise OSError(error, f"cannot watch {directory}: {os.strerror(error)}")
+        self._directories[number] = directory
+
+    def wait(self, seconds: float) -> bool:
+        """Whether something changed within ``seconds`` (without reading it)."""
+        ready, _, _ = select.select([self._descriptor], [], [], max(0.0, seconds))
+        return bool(ready)
+
+    def read(self) -> Changes:
+        """What changed since the last read (nothing, if nothing did)."""
+        paths: set[Path] = set()
+        lost = gone = False
+        while True:
+            try:
+                data = os.read(self._descriptor, _READ_BYTES)
+            except BlockingIOError:
+                break
+            if not data:
+                break
+            at = 0
+            while at + _EVENT.size <= len(data):
+                number, mask, _cookie, length = _EVENT.unpack_from(data, at)
+                name = data[at + _EVENT.size : at + _EVENT.size + length].rstrip(b"\0")
+                at += _EVENT.size + length
+                if mask & IN_Q_OVERFLOW:
+                    lost = True
+                    continue
+                if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF):
+                    gone = True
+                    continue
+                directory = self._directories.get(number)
+                if directory is not None and name:
+                    paths.add(directory / os.fsdecode(name))
+        return Changes(frozenset(paths), lost=lost, gone=gone)
+
+    def close(self) -> None:
+        """Stop watching."""
+        os.close(self._descriptor)
+
+
+def open_inotify() -> Inotify | None:
+    """A new inotify descriptor, or ``None`` where the system has no inotify.
+
+    Raises:
+        OSError: If the system has inotify but it cannot give another descriptor (its limit).
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        library = ctypes.CDLL(None, use_errno=True)
+        init = library.inotify_init1
+        library.inotify_add_watch.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_uint32]
+    except (OSError, AttributeError):
+        return None
+    descriptor = init(os.O_NONBLOCK | os.O_CLOEXEC)
+    if descriptor < 0:
+        error = ctypes.get_errno()
+        raise OSError(error, f"no inotify descriptor: {os.strerror(error)}")
+    return Inotify(library, descriptor)

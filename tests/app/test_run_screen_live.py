@@ -98,7 +98,7 @@ async def test_a_single_long_task_shows_its_devices_and_its_files_while_it_runs_
         await asyncio.to_thread(backend.cancel, handle)
         await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the cancel")
         await wait_until(pilot, lambda: "cancelled · 0 of 1" in screen_text(app), "past tense")
-        # The table's columns are measured again on the next refresh: wait for the whole word.
+        # The status column is as wide as "cancelled" from the start: the whole word shows.
         await wait_until(
             pilot,
             lambda: re.search(r"train\s+cancelled", _pane_text(app)) is not None,

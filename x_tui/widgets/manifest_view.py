@@ -41,6 +41,9 @@ STATUS_STYLES: Mapping[str, str] = {
     "not run": "dim",
 }
 
+STATUS_WIDTH = max(map(len, STATUS_STYLES))
+"""The status column's width: its widest word."""
+
 
 class ProgressInfo(Protocol):
     """The task running now, as its files show it."""
@@ -336,7 +339,10 @@ class ManifestView(Vertical):
             ("seconds", "seconds"),
             ("files", "files"),
         ):
-            table.add_column(Text(label), key=key)
+            # The status column is as wide as its widest word from the start, so a row that
+            # turns from "running" to "cancelled" as the run ends is never cut.
+            width = STATUS_WIDTH if key == "status" else None
+            table.add_column(Text(label), key=key, width=width)
 
     def show(
         self,

@@ -1,6 +1,6 @@
 """The monitor asks for the states of the runs due together in one call, one run's fault hiding
-none of the others' states: real local runs (a live worker process, real manifests), and a
-backend whose answer for one run hangs."""
+none of the others' states (on the runs table too): real local runs (a live worker process, real
+manifests), and a backend whose answer for one run hangs."""
 
 from __future__ import annotations
 
@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 
-from tests.support import DEADLINE, wait_for
+from tests.support import DEADLINE, wait_for, wait_until
+from x_tui.app.app import XTuiApp
 from x_tui.app.deadlines import Deadlines
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
@@ -24,6 +25,8 @@ from x_tui.compute.backend import Capability, RunState
 from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.errors import UserError
 from x_tui.compute.worker.manifest import JobManifest, TaskOutcome, TaskStatus, write_manifest
+
+from .conftest import asynchronous, make_app, screen_text
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -199,3 +202,54 @@ def test_a_run_whose_status_hangs_hides_none_of_the_others_states(state_dir: Pat
         monitor.stop()
     assert "did not answer within 0.3 s" in inbox.failures()[hung]
     assert set(inbox.failures()) == {hung}
+
+
+def _row(app: XTuiApp, run_id: str) -> str:
+    """The screen's line that shows ``run_id`` (empty when none does)."""
+    return next((line for line in screen_text(app).splitlines() if run_id in line), "")
+
+
+@asynchronous
+async def test_the_runs_table_shows_each_local_runs_state_and_a_damaged_ones_failure(
+    state_dir: Path,
+) -> None:
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    done, done_dir = _local_run(state_dir, "done", exited.pid, 1)
+    write_manifest(done_dir / "outputs", _finished_manifest())
+    damaged, damaged_dir = _local_run(state_dir, "damaged", exited.pid, 2)
+    (damaged_dir / "outputs" / "manifest.json").write_text('{"schema_version": 2, "job": ')
+    going_dir = state_dir / "compute" / "local" / "going-20260919T120003Z-000003"
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys; sys.stdin.read()",
+            "--spec",
+            str(going_dir / "spec.json"),
+            "--outputs",
+            str(going_dir / "outputs"),
+        ],
+        stdin=subprocess.PIPE,
+    )
+    going, _ = _local_run(state_dir, "going", worker.pid, 3)
+    store = RunStore(state_dir / "compute" / "runs")
+    for handle in (done, damaged, going):
+        store.save(handle)
+    try:
+        app = make_app(None)
+        async with app.run_test(size=(200, 40)) as pilot:
+            await wait_until(pilot, lambda: "running" in _row(app, going.run_id), "running")
+            await wait_until(pilot, lambda: "succeeded" in _row(app, done.run_id), "success")
+            await wait_until(pilot, lambda: "? unknown" in _row(app, damaged.run_id), "failure")
+            # The run ends: its manifest says so and its worker exits; its row follows.
+            write_manifest(going_dir / "outputs", _finished_manifest())
+            assert worker.stdin is not None
+            worker.stdin.close()
+            worker.wait(DEADLINE)
+            await wait_until(pilot, lambda: "succeeded" in _row(app, going.run_id), "its end")
+            assert "? unknown" in _row(app, damaged.run_id)
+    finally:
+        if worker.poll() is None:
+            worker.kill()
+            worker.wait()

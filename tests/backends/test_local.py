@@ -104,6 +104,7 @@ def test_the_local_backend_is_registered_and_declares_its_abilities(tmp_path: Pa
         Capability.ACCELERATORS,
         Capability.LAUNCH,
         Capability.LOG_PIECES,
+        Capability.STATUSES,
     }
 
 
@@ -491,6 +492,58 @@ def test_a_running_substrax_run_is_followed_and_cancelled(tmp_path: Path) -> Non
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+
+
+def test_many_runs_are_read_in_one_call_and_a_broken_one_hides_none_of_the_others(
+    tmp_path: Path,
+) -> None:
+    state = tmp_path / "state"
+    done, damaged, going = (new_run_id(name) for name in ("done", "damaged", "going"))
+    exited = subprocess.Popen([sys.executable, "-c", "pass"])
+    exited.wait()
+    done_dir = substrax_run_dir(state, done)
+    write_manifest(done_dir / "outputs", finished_manifest("hello", "hello"))
+    damaged_dir = substrax_run_dir(state, damaged)
+    (damaged_dir / "outputs" / "manifest.json").write_text('{"schema_version": 2, "job": ')
+    going_dir = substrax_run_dir(state, going)
+    worker = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import time; time.sleep(600)",
+            "--spec",
+            str(going_dir / "spec.json"),
+            "--outputs",
+            str(going_dir / "outputs"),
+        ],
+        process_group=0,
+    )
+    try:
+        handles = [
+            local_handle(done, done_dir, exited.pid, start_time=None),
+            local_handle(damaged, damaged_dir, exited.pid, start_time=None),
+            local_handle(going, going_dir, worker.pid, start_time=None),
+            RunHandle(
+                run_id=new_run_id("broken"),
+                backend="local",
+                job="broken",
+                project=str(tmp_path),
+                submitted_at=SUBMITTED_AT,
+                details={"run_dir": str(tmp_path)},
+            ),
+        ]
+        states = LocalBackend({}).statuses(handles)
+    finally:
+        worker.kill()
+        worker.wait()
+    assert list(states) == [handle.run_id for handle in handles]
+    assert states[done] is RunState.SUCCEEDED
+    assert states[going] is RunState.RUNNING
+    assert isinstance(states[damaged], BadRecordError)
+    assert str(damaged_dir / "outputs" / "manifest.json") in str(states[damaged])
+    broken = states[handles[3].run_id]
+    assert isinstance(broken, BadRecordError)
+    assert handles[3].run_id in str(broken)
 
 
 def test_a_handle_without_a_pid_is_named(tmp_path: Path) -> None:

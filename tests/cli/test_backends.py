@@ -36,7 +36,10 @@ def test_backends_lists_every_registered_backend_with_what_it_declares(cli: Cli)
 
     assert result.returncode == 0, result.stderr
     lines = result.stdout.splitlines()
-    local = "local  accelerators, extensions, launch, local-files, log-pieces, peek, plan, request"
+    local = (
+        "local  accelerators, extensions, launch, local-files, log-pieces, peek, plan, request,"
+        " statuses"
+    )
     assert local in lines
     assert any(line.startswith("modal  ") for line in lines)
 

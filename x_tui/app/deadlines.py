@@ -1,7 +1,7 @@
 """Deadlines on backend calls: each runs in a daemon thread and is waited for at most so long.
 
-A call that has not answered in time is reported as a
-:class:`~x_tui.compute.worker.errors.ProviderError` naming the backend, and its thread is abandoned
+A call that has not answered in time is reported as a :class:`DeadlinePassed` (a
+:class:`~x_tui.compute.worker.errors.ProviderError`) naming the backend, and its thread is abandoned
 (never joined), so a hung provider cannot hang the UI or the worker that asked. A submit is never
 raced this way: see :mod:`x_tui.app.submits`.
 """
@@ -16,6 +16,10 @@ from x_tui.compute import deadline
 from x_tui.compute.worker.errors import ProviderError
 
 T = TypeVar("T")
+
+
+class DeadlinePassed(ProviderError):
+    """A backend call did not answer within its deadline; its thread was left to finish alone."""
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
@@ -55,13 +59,13 @@ def call_with_deadline(call: Callable[[], T], *, seconds: float, backend: str, w
         What ``call`` returned.
 
     Raises:
-        ProviderError: If ``call`` did not return in time; its thread is left to finish alone.
+        DeadlinePassed: If ``call`` did not return in time; its thread is left to finish alone.
         Exception: Whatever ``call`` raised, as it raised it.
     """
     return deadline.call_with_deadline(
         call,
         seconds=seconds,
-        late=lambda: ProviderError(
+        late=lambda: DeadlinePassed(
             f"backend '{backend}': {what} did not answer within {seconds:g} s"
         ),
         name=f"x-tui {backend} {what}",

@@ -12,7 +12,9 @@ with it:
   a deadline on every call), 1 s after the run appears and then backing off to 10 s while the
   state stays the same. The runs of one backend (and settings) that are due together are asked
   for in one call where the backend declares ``Capability.STATUSES`` (a run due within the next
-  ``first_interval`` joins them, so runs stay in step), else one call per run. A final state
+  ``first_interval`` joins them, so runs stay in step), else one call per run. A batch that
+  misses its deadline is asked again one run per call, so a run whose state hangs hides none of
+  the others'. A final state
   is kept in ``<state>/x-tui/final-states.json`` (:mod:`x_tui.app.final_states`) and that run is
   never polled again, in this session or the next.
 
@@ -36,6 +38,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
+from x_tui.app.deadlines import DeadlinePassed
 from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import keep_final_states, read_final_states
 from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
@@ -578,16 +581,20 @@ class RunFollower:
         try:
             try:
                 states = self.service.statuses(handles)
+            except DeadlinePassed as error:
+                if len(handles) > 1:
+                    # One hung run must not hide the others' states: each is asked alone, with
+                    # a deadline of its own, and only one that hangs is told as not answering.
+                    self._ask_each(handles)
+                else:
+                    self._status_failed(handles[0].run_id, str(error))
+                return
             except Exception as error:  # any failure is shown on the runs' rows, never raised
                 for handle in handles:
                     self._status_failed(handle.run_id, str(error) or type(error).__name__)
                 return
             if states is None:
-                for handle in sorted(handles, key=lambda h: h.submitted_at, reverse=True):
-                    try:
-                        self._pool.submit(self._poll_one, handle)
-                    except RuntimeError:
-                        return
+                self._ask_each(handles)
                 return
             for handle in handles:
                 state = states.get(handle.run_id)
@@ -598,6 +605,14 @@ class RunFollower:
                     self._status_failed(handle.run_id, reason or type(state).__name__)
         finally:
             self._wake.set()
+
+    def _ask_each(self, handles: list[RunHandle]) -> None:
+        """Ask for each run's state in a call of its own, the newest run first."""
+        for handle in sorted(handles, key=lambda h: h.submitted_at, reverse=True):
+            try:
+                self._pool.submit(self._poll_one, handle)
+            except RuntimeError:  # the pool was shut down: the monitor is stopping
+                return
 
     def _ask(self, handle: RunHandle) -> None:
         try:

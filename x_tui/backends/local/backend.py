@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -73,7 +73,12 @@ from x_tui.compute.outputs import UnsafeOutputsError, copy_outputs, read_output
 from x_tui.compute.retries import write_retries_file
 from x_tui.compute.secrets import SecretValues
 from x_tui.compute.store import RunHandle, backend_state_dir
-from x_tui.compute.worker.errors import BadRecordError, ConfigError, ProviderError
+from x_tui.compute.worker.errors import (
+    BadRecordError,
+    ConfigError,
+    ProviderError,
+    UserError,
+)
 from x_tui.compute.worker.manifest import MANIFEST_NAME, JobManifest, load_manifest
 from x_tui.compute.worker.records import JsonValue, RecordError
 from x_tui.compute.worker.run_processes import (
@@ -159,7 +164,7 @@ class LocalBackend:
     Attributes:
         name: ``"local"``.
         capabilities: Local files, peek, plan, the resource request, x-tui's job extensions,
-            this machine's accelerators and the log in pieces.
+            this machine's accelerators, the log in pieces and many runs' states in one call.
         unbilled: Why a local run has no cost estimate.
         settings: The validated settings.
     """
@@ -176,6 +181,7 @@ class LocalBackend:
             Capability.ACCELERATORS,
             Capability.LAUNCH,
             Capability.LOG_PIECES,
+            Capability.STATUSES,
         }
     )
 
@@ -332,6 +338,30 @@ class LocalBackend:
         if (run.run_dir / CANCELLED).exists():
             return RunState.CANCELLED
         return RunState.FAILED
+
+    def statuses(self, handles: Sequence[RunHandle]) -> dict[str, RunState | UserError]:
+        """The states of many runs in one call, each as :meth:`status` gives it.
+
+        The runs are read one after the other in the caller's thread (the monitor asks for all
+        the runs that are due in one call, so one thread answers for them all). A run whose
+        state cannot be read is answered with its error and hides none of the others'.
+
+        Args:
+            handles: The runs.
+
+        Returns:
+            By run id: its state, or the error that kept it unknown (any other failure, a bug
+            included, is given as a :class:`ProviderError` with its text).
+        """
+        results: dict[str, RunState | UserError] = {}
+        for handle in handles:
+            try:
+                results[handle.run_id] = self.status(handle)
+            except UserError as error:
+                results[handle.run_id] = error
+            except Exception as error:  # one run's failure never hides the others' states
+                results[handle.run_id] = ProviderError(str(error) or type(error).__name__)
+        return results
 
     def logs(self, handle: RunHandle, *, follow: bool) -> Iterator[str]:
         """The worker's output lines, without line endings, each task's prefixed ``[<task>] ``.

@@ -56,6 +56,32 @@ def test_an_overflowed_queue_is_lost_and_a_removed_directory_gone(tmp_path: Path
     notify.close()
 
 
+def test_more_changed_entries_than_it_names_are_told_as_lost(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inotify, "MAX_PATHS", 3)
+    events = b"".join(_event(1, inotify.IN_CREATE, f"{n}.json".encode()) for n in range(5))
+    notify = _fed(events, tmp_path)
+    changes = notify.read()
+    notify.close()
+    assert changes.lost  # the watcher reads the whole store again
+    assert changes.paths == frozenset()
+
+
+def test_a_directory_changing_without_pause_cannot_keep_one_read_going(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(inotify, "MAX_READS", 2)
+    monkeypatch.setattr(inotify, "_READ_BYTES", len(_event(1, inotify.IN_CREATE, b"0.json")))
+    events = b"".join(_event(1, inotify.IN_CREATE, f"{n}.json".encode()) for n in range(4))
+    notify = _fed(events, tmp_path)
+    first = notify.read()
+    second = notify.read()
+    notify.close()
+    assert first.paths == {tmp_path / "0.json", tmp_path / "1.json"}
+    assert second.paths == {tmp_path / "2.json", tmp_path / "3.json"}  # left queued, not lost
+
+
 def test_a_real_descriptor_tells_a_file_written_and_nothing_else(tmp_path: Path) -> None:
     notify = open_inotify()
     assert notify is not None

@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.app.inotify import Changes, open_inotify
+from x_tui.app.inotify import MAX_PATHS, Changes, open_inotify
 from x_tui.app.run_records import Stamp, stamp_of
 
 POLL_SECONDS = 2.0
@@ -119,9 +119,11 @@ def _inotified(watched: Watched, stop: threading.Event) -> bool:
                 if not notify.wait(min(QUIET_SECONDS, left)):
                     break
                 more = notify.read()
+                lost = changes.lost or more.lost
+                lost = lost or len(changes.paths) + len(more.paths) > MAX_PATHS
                 changes = Changes(
-                    changes.paths | more.paths,
-                    lost=changes.lost or more.lost,
+                    frozenset() if lost else changes.paths | more.paths,
+                    lost=lost,
                     gone=changes.gone or more.gone,
                 )
             if stop.is_set():

@@ -44,6 +44,11 @@ ENTRY_CHANGES = (
 
 _EVENT = struct.Struct("iIII")
 _READ_BYTES = 64 * 1024
+MAX_READS = 64
+"""Reads of the descriptor at most per :meth:`Inotify.read`: a directory that changes without
+pause (a task writing files in a loop) cannot keep one read going; the rest waits, queued."""
+MAX_PATHS = 10_000
+"""Changed entries named at most per read; more are told as lost (read everything again)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,7 +99,7 @@ class Inotify:
         """What changed since the last read (nothing, if nothing did)."""
         paths: set[Path] = set()
         lost = gone = False
-        while True:
+        for _ in range(MAX_READS):
             try:
                 data = os.read(self._descriptor, _READ_BYTES)
             except BlockingIOError:
@@ -113,8 +118,12 @@ class Inotify:
                     gone = True
                     continue
                 directory = self._directories.get(number)
-                if directory is not None and name:
+                if directory is not None and name and not lost:
                     paths.add(directory / os.fsdecode(name))
+                    if len(paths) > MAX_PATHS:
+                        lost = True
+        if lost:
+            paths.clear()
         return Changes(frozenset(paths), lost=lost, gone=gone)
 
     def close(self) -> None:

@@ -99,31 +99,7 @@ def test_local_runs_are_asked_for_together_and_a_damaged_one_hides_none(
         return real_statuses(self, handles)
 
     monkeypatch.setattr(LocalBackend, "statuses", statuses)
-    exited = subprocess.Popen([sys.executable, "-c", "pass"])
-    exited.wait()
-    done, done_dir = _local_run(state_dir, "done", exited.pid, 1)
-    write_manifest(done_dir / "outputs", _finished_manifest())
-    damaged, damaged_dir = _local_run(state_dir, "damaged", exited.pid, 2)
-    (damaged_dir / "outputs" / "manifest.json").write_text('{"schema_version": 2, "job": ')
-    going_dir = state_dir / "compute" / "local" / "going-20260919T120003Z-000003"
-    # Its worker: a live process whose command line runs this run's spec, as the local
-    # backend's worker does (it prints nothing, and stops when the test says so).
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys; sys.stdin.read()",
-            "--spec",
-            str(going_dir / "spec.json"),
-            "--outputs",
-            str(going_dir / "outputs"),
-        ],
-        stdin=subprocess.PIPE,
-    )
-    going, _ = _local_run(state_dir, "going", worker.pid, 3)
-    store = RunStore(state_dir / "compute" / "runs")
-    for handle in (done, damaged, going):
-        store.save(handle)
+    done, damaged, going, worker = _three_runs(state_dir)
     inbox = Inbox()
     monitor = RunMonitor(Service(), inbox.post, first_interval=0.05, max_interval=0.2)
     monitor.start()
@@ -134,7 +110,7 @@ def test_local_runs_are_asked_for_together_and_a_damaged_one_hides_none(
         assert "manifest.json" in inbox.failures()[damaged.run_id]
         assert {done.run_id, damaged.run_id, going.run_id} in batches  # one call for all
         # The run ends: its manifest says so, its worker exits; the state follows.
-        write_manifest(going_dir / "outputs", _finished_manifest())
+        write_manifest(_going_dir(state_dir) / "outputs", _finished_manifest())
         assert worker.stdin is not None
         worker.stdin.close()
         worker.wait(DEADLINE)
@@ -204,22 +180,25 @@ def test_a_run_whose_status_hangs_hides_none_of_the_others_states(state_dir: Pat
     assert set(inbox.failures()) == {hung}
 
 
-def _row(app: XTuiApp, run_id: str) -> str:
-    """The screen's line that shows ``run_id`` (empty when none does)."""
-    return next((line for line in screen_text(app).splitlines() if run_id in line), "")
+def _going_dir(state_dir: Path) -> Path:
+    """The going run's directory (see :func:`_three_runs`)."""
+    return state_dir / "compute" / "local" / "going-20260919T120003Z-000003"
 
 
-@asynchronous
-async def test_the_runs_table_shows_each_local_runs_state_and_a_damaged_ones_failure(
+def _three_runs(
     state_dir: Path,
-) -> None:
+) -> tuple[RunHandle, RunHandle, RunHandle, subprocess.Popen[bytes]]:
+    """Three stored local runs: one done, one whose manifest is damaged, one going (with the
+    live worker it waits on, which the caller stops)."""
     exited = subprocess.Popen([sys.executable, "-c", "pass"])
     exited.wait()
     done, done_dir = _local_run(state_dir, "done", exited.pid, 1)
     write_manifest(done_dir / "outputs", _finished_manifest())
     damaged, damaged_dir = _local_run(state_dir, "damaged", exited.pid, 2)
     (damaged_dir / "outputs" / "manifest.json").write_text('{"schema_version": 2, "job": ')
-    going_dir = state_dir / "compute" / "local" / "going-20260919T120003Z-000003"
+    going_dir = _going_dir(state_dir)
+    # The going run's worker: a live process whose command line runs this run's spec, as the local
+    # backend's worker does (it prints nothing, and stops when the test says so).
     worker = subprocess.Popen(
         [
             sys.executable,
@@ -236,6 +215,19 @@ async def test_the_runs_table_shows_each_local_runs_state_and_a_damaged_ones_fai
     store = RunStore(state_dir / "compute" / "runs")
     for handle in (done, damaged, going):
         store.save(handle)
+    return done, damaged, going, worker
+
+
+def _row(app: XTuiApp, run_id: str) -> str:
+    """The screen's line that shows ``run_id`` (empty when none does)."""
+    return next((line for line in screen_text(app).splitlines() if run_id in line), "")
+
+
+@asynchronous
+async def test_the_runs_table_shows_each_local_runs_state_and_a_damaged_ones_failure(
+    state_dir: Path,
+) -> None:
+    done, damaged, going, worker = _three_runs(state_dir)
     try:
         app = make_app(None)
         async with app.run_test(size=(200, 40)) as pilot:
@@ -243,7 +235,7 @@ async def test_the_runs_table_shows_each_local_runs_state_and_a_damaged_ones_fai
             await wait_until(pilot, lambda: "succeeded" in _row(app, done.run_id), "success")
             await wait_until(pilot, lambda: "? unknown" in _row(app, damaged.run_id), "failure")
             # The run ends: its manifest says so and its worker exits; its row follows.
-            write_manifest(going_dir / "outputs", _finished_manifest())
+            write_manifest(_going_dir(state_dir) / "outputs", _finished_manifest())
             assert worker.stdin is not None
             worker.stdin.close()
             worker.wait(DEADLINE)

@@ -235,14 +235,14 @@ class ViewKeeper:
         monitor = monitor_of(self.app)
         if time.monotonic() < due and not (self._listed and monitor is not None):
             return
-        states, ends = monitor.known_states() if monitor is not None else ({}, {})
-        handles = monitor.stored.handles if monitor is not None else ()
-        if time.monotonic() < due and not all(h.run_id in states for h in handles):
-            return
         # The runs known to have ended when the user left (read by the monitor's watcher, off
         # this thread): one this session finds ended that is not among them ended while away.
         ended_before = monitor.kept_at_start if monitor is not None else frozenset()
         if ended_before is None:
+            return  # looked at first: the copies below are of every run the store holds
+        states, ends = monitor.known_states() if monitor is not None else ({}, {})
+        handles = monitor.stored.handles if monitor is not None else ()
+        if time.monotonic() < due and not all(h.run_id in states for h in handles):
             return
         self._away_due = None
         found: list[AwayItem] = []

@@ -99,8 +99,10 @@ def _line(
     *,
     now: dt.datetime | None,
     origin: SettingsOrigin | None = None,
+    escape: Callable[[str], str] = escaped,
 ) -> str:
-    line = f"{run.run_id}  {escaped(run.backend)}  {escaped(run.job)}  {state}"
+    """A run's status line: id, backend, job, state, age, where its settings come from."""
+    line = f"{run.run_id}  {escape(run.backend)}  {escape(run.job)}  {state}"
     line = line if now is None else f"{line}  {age_text(run.submitted_at, now)}"
     if origin is SettingsOrigin.PROJECT:
         line = f"{line}  ({_FROM_PROJECT})"
@@ -371,11 +373,7 @@ def _listing_lines(
     def line(run: ListedRun) -> str:
         state = states[run.run_id]
         name = _STATE_NAMES.get(state, "unknown")
-        text = f"{run.run_id}  {escape(run.backend)}  {escape(run.job)}  {name}"
-        if now is not None:
-            text = f"{text}  {age_text(run.submitted_at, now)}"
-        if run.origin is SettingsOrigin.PROJECT:
-            text = f"{text}  ({_FROM_PROJECT})"
+        text = _line(run, name, now=now, origin=run.origin, escape=escape)
         if state in _FINAL and not noted:
             return text
         found = watch(run)

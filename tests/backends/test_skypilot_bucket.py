@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import boto3
@@ -27,7 +28,14 @@ from x_tui.compute.worker.spec import JobSpec, Task
 from x_tui.testing.contract import wait_until_final
 
 from .fake_sky import fixtures
-from .fake_sky.harness import FakeSky, S3Server, SkyTool, make_locked_project, make_sky_tool
+from .fake_sky.harness import (
+    FakeSky,
+    S3Server,
+    SkyTool,
+    install_fake_sky,
+    make_locked_project,
+    make_sky_tool,
+)
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
 
@@ -176,28 +184,39 @@ def test_a_gs_bucket_is_fetched_with_gcloud_storage_rsync(
 
 
 @pytest.fixture(scope="module")
-def sky_tool_with_aws(tmp_path_factory: pytest.TempPathFactory) -> SkyTool:
-    """The fake SkyPilot installed as ``skypilot[aws]`` is: boto3 in its environment."""
-    tool = make_sky_tool(tmp_path_factory.mktemp("sky-aws"))
-    site = next(tool.venv.glob("lib/python*/site-packages"))
-    (site / "boto3_here.pth").write_text(f"{Path(boto3.__file__).parent.parent}\n")
-    return tool
+def sky_tool_without_sdk(tmp_path_factory: pytest.TempPathFactory) -> SkyTool:
+    """The fake SkyPilot installed without a cloud extra: no boto3 in its environment."""
+    return make_sky_tool(tmp_path_factory.mktemp("sky-bare"), aws_sdk=False)
 
 
-def test_peeks_read_through_the_bridge_and_start_no_tool_per_read(
-    sky_tool_with_aws: SkyTool, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("FAKE_SKY_ROOT", str(tmp_path / "fake-sky"))
-    close_bridges()
+@pytest.fixture
+def fake_sky_without_sdk(
+    sky_tool_without_sdk: SkyTool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[FakeSky]:
+    """A fresh fake SkyPilot without boto3."""
+    yield from install_fake_sky(sky_tool_without_sdk, tmp_path / "fake-sky", monkeypatch)
+
+
+def counted_aws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Put an ``aws`` first on ``PATH`` that notes each start in the returned file."""
     started = tmp_path / "aws-started"
-    aws = tmp_path / "bin" / "aws"  # counts every aws the peeks would start
+    aws = tmp_path / "bin" / "aws"
     aws.parent.mkdir()
     aws.write_text(f'#!/bin/sh\necho x >> {started}\nexec {shutil.which("aws")} "$@"\n')
     aws.chmod(0o755)
     monkeypatch.setenv("PATH", f"{aws.parent}{os.pathsep}{os.environ['PATH']}")
+    return started
+
+
+def test_peeks_read_through_the_bridge_and_start_no_tool_per_read(
+    sky_tool: SkyTool, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FAKE_SKY_ROOT", str(tmp_path / "fake-sky"))
+    close_bridges()
+    started = counted_aws(tmp_path, monkeypatch)  # counts every aws the peeks would start
     backend = SkyPilotBackend(
         {
-            "sky": str(sky_tool_with_aws.link),
+            "sky": str(sky_tool.link),
             "state_dir": str(tmp_path / "state"),
             "bucket": {"outputs_bucket": bucket},
         }
@@ -222,9 +241,11 @@ def test_peeks_read_through_the_bridge_and_start_no_tool_per_read(
 
 
 def test_without_the_clouds_sdk_in_skypilots_environment_peeks_use_the_cli(
-    fake_sky: FakeSky, bucket: str, tmp_path: Path
+    fake_sky_without_sdk: FakeSky, bucket: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    backend = make_backend(fake_sky, tmp_path, bucket)
+    close_bridges()
+    started = counted_aws(tmp_path, monkeypatch)
+    backend = make_backend(fake_sky_without_sdk, tmp_path, bucket)
     handle = RunHandle(
         run_id="peeked-20260101T000000Z-abcdef",
         backend="skypilot",
@@ -239,3 +260,4 @@ def test_without_the_clouds_sdk_in_skypilots_environment_peeks_use_the_cli(
     )
     assert backend.peek(handle, "manifest.json") == b"[]"
     assert backend.peek(handle, "devices.log") is None
+    assert len(started.read_text().split()) == 2  # one aws per read

@@ -5,12 +5,14 @@ The fake ``sky`` package is installed the way ``uv tool install skypilot`` insta
 a virtual environment of its own whose ``bin/sky`` script has that environment's ``python`` as its
 ``#!`` line, linked from a ``bin`` directory elsewhere (as ``~/.local/bin/sky``). Its ``python``
 is a link to the base interpreter, so the backend finds SkyPilot's interpreter only if it resolves
-the ``sky`` link and not the ``python`` one.
+the ``sky`` link and not the ``python`` one. Like ``skypilot[aws]``, it has the AWS SDK (boto3 and
+what it needs, linked from this interpreter's packages) unless made without.
 """
 
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import secrets
@@ -61,15 +63,30 @@ class SkyTool:
         return self.venv / "bin" / "python"
 
 
-def make_sky_tool(root: Path) -> SkyTool:
-    """Make the fake SkyPilot's tool environment under ``root``."""
+AWS_SDK = ("boto3", "botocore", "s3transfer", "jmespath", "dateutil", "urllib3", "six")
+"""The top-level modules ``skypilot[aws]`` brings for S3: boto3 and what it imports."""
+
+
+def make_sky_tool(root: Path, *, aws_sdk: bool = True) -> SkyTool:
+    """Make the fake SkyPilot's tool environment under ``root`` (``aws_sdk``: with boto3)."""
     venv = root / "tools" / "skypilot"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    purelib = sysconfig.get_path(
-        "purelib", vars={"base": str(venv), "platbase": str(venv)}, scheme="venv"
-    )
-    Path(purelib).mkdir(parents=True, exist_ok=True)
-    (Path(purelib) / "fake_sky.pth").write_text(str(FAKE_SKY_DIR) + "\n", encoding="utf-8")
+    where = {"base": str(venv), "platbase": str(venv)}
+    purelib = Path(sysconfig.get_path("purelib", vars=where, scheme="venv"))
+    purelib.mkdir(parents=True, exist_ok=True)
+    paths = [str(FAKE_SKY_DIR)]
+    if aws_sdk:
+        sdk = venv / "aws-sdk"
+        sdk.mkdir()
+        for name in AWS_SDK:
+            spec = importlib.util.find_spec(name)
+            if spec is None or spec.origin is None:
+                raise RuntimeError(f"{name} is not installed here (it comes with moto)")
+            origin = Path(spec.origin)
+            found = origin.parent if origin.name == "__init__.py" else origin
+            (sdk / found.name).symlink_to(found)
+        paths.append(str(sdk))
+    (purelib / "fake_sky.pth").write_text("".join(f"{path}\n" for path in paths), encoding="utf-8")
     script = venv / "bin" / "sky"
     body = (FAKE_SKY_DIR / "bin" / "sky").read_text(encoding="utf-8").split("\n", 1)[1]
     script.write_text(f"#!{venv / 'bin' / 'python'}\n{body}", encoding="utf-8")
@@ -365,12 +382,15 @@ class S3Server:
 
     def make_bucket(self, name: str) -> str:
         """Create a bucket; its ``s3://`` URI."""
-        subprocess.run(
-            ["aws", "s3", "mb", f"s3://{name}"],
-            env={**os.environ, **self.environment},
-            check=True,
-            capture_output=True,
-        )
+        import boto3  # the tests without a bucket never load it
+
+        boto3.client(
+            "s3",
+            endpoint_url=self.endpoint,
+            aws_access_key_id=self.environment["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=self.environment["AWS_SECRET_ACCESS_KEY"],
+            region_name=self.environment["AWS_DEFAULT_REGION"],
+        ).create_bucket(Bucket=name)
         return f"s3://{name}"
 
 

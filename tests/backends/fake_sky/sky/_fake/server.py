@@ -10,7 +10,8 @@ cluster launched with ``down`` and no idle time is removed as soon as its job en
 
 Remote paths: ``~/...`` is the cluster's home; an absolute path is rewritten into the cluster's
 ``root/`` in the setup and run scripts. An ``s3://`` MOUNT is a local directory synced to the
-bucket with the ``aws`` CLI while the job runs and once more before its status is final.
+bucket while the job runs and once more before its status is final: with boto3 where the fake's
+environment has it (as ``skypilot[aws]`` installs it), else with the ``aws`` CLI.
 ``python -m sky._fake.server preempt NAME`` takes a spot cluster away as its cloud would;
 ``python -m sky._fake.server cleanup`` ends every process the fake started.
 """
@@ -72,7 +73,7 @@ class Mounts:
                 if not uri.startswith("s3://"):
                     raise ValueError(f"the fake mounts s3:// buckets only, not {uri}")
                 self.buckets.append((local, uri))
-                _aws("sync", uri, str(local))
+                _download(uri, local)
                 self._synced[local] = _files_of(local)
             else:
                 path = Path(os.path.expanduser(str(source)))
@@ -84,13 +85,13 @@ class Mounts:
                     shutil.copy2(path, local)
 
     def sync(self, *, only_changed: bool = False) -> None:
-        """Copy each bucket mount back to its bucket (``only_changed``: only a mount whose files
-        changed since its last copy; the ``aws`` CLI costs about a second of CPU each time)."""
+        """Copy each bucket mount back to its bucket, as ``aws s3 sync --no-follow-symlinks``
+        does (``only_changed``: only a mount whose files changed since its last copy)."""
         for local, uri in self.buckets:
             files = _files_of(local)
             if only_changed and self._synced.get(local) == files:
                 continue
-            _aws("sync", "--no-follow-symlinks", str(local), uri)
+            _upload(local, uri, files - self._synced.get(local, frozenset()))
             self._synced[local] = files
 
 
@@ -103,6 +104,58 @@ def _files_of(directory: Path) -> frozenset[tuple[str, int, int]]:
                 info = os.lstat(os.path.join(parent, name))
                 found.add((os.path.join(parent, name), info.st_size, info.st_mtime_ns))
     return frozenset(found)
+
+
+_CLIENT: list[Any] = []
+"""The boto3 S3 client of this process, once made (none: the fake's environment has no boto3)."""
+
+
+def _client() -> Any | None:
+    """This process's boto3 S3 client, or ``None`` where boto3 is not installed."""
+    if not _CLIENT:
+        try:
+            import boto3
+        except ImportError:
+            _CLIENT.append(None)
+        else:
+            _CLIENT.append(boto3.client("s3"))
+    return _CLIENT[0]
+
+
+def _bucket_and_prefix(uri: str) -> tuple[str, str]:
+    bucket, _, prefix = uri.removeprefix("s3://").partition("/")
+    return bucket, prefix.strip("/")
+
+
+def _download(uri: str, local: Path) -> None:
+    """Copy every object under ``uri`` into ``local`` (``aws s3 sync URI LOCAL``)."""
+    client = _client()
+    if client is None:
+        _aws("sync", uri, str(local))
+        return
+    bucket, prefix = _bucket_and_prefix(uri)
+    start = f"{prefix}/" if prefix else ""
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=start):
+        for item in page.get("Contents", ()):
+            target = local / item["Key"][len(start) :]
+            target.parent.mkdir(parents=True, exist_ok=True)
+            client.download_file(bucket, item["Key"], str(target))
+
+
+def _upload(local: Path, uri: str, changed: frozenset[tuple[str, int, int]]) -> None:
+    """Copy the ``changed`` files of ``local`` to ``uri``, links left out (``aws s3 sync
+    --no-follow-symlinks LOCAL URI``)."""
+    client = _client()
+    if client is None:
+        _aws("sync", "--no-follow-symlinks", str(local), uri)
+        return
+    bucket, prefix = _bucket_and_prefix(uri)
+    for path, _, _ in sorted(changed):
+        if os.path.islink(path) or not os.path.isfile(path):
+            continue
+        key = os.path.relpath(path, local)
+        with contextlib.suppress(FileNotFoundError):  # gone since it was listed
+            client.upload_file(path, bucket, f"{prefix}/{key}" if prefix else key)
 
 
 def _aws(*words: str) -> None:

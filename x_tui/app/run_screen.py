@@ -26,7 +26,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
-from textual.widgets import Footer, TabbedContent, TabPane
+from textual.widgets import TabbedContent, TabPane
 
 from x_tui.app.actions import RunActionScreen, run_action_bindings
 from x_tui.app.app_context import (
@@ -55,6 +55,7 @@ from x_tui.widgets.manifest_view import ManifestView
 from x_tui.widgets.metrics_view import MetricsView
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import SpecView
+from x_tui.widgets.steady_footer import SteadyFooter
 
 LOCAL_REFRESH_SECONDS = 1.0
 """How often a run's files are re-read while it goes on, when they are on this machine."""
@@ -175,7 +176,7 @@ class RunScreen(RunActionScreen):
             with TabPane(Content("Spec"), id="tab-spec"), VerticalScroll():
                 yield SpecView(Text("Reading the staged spec…", style="dim"), id="spec")
         yield FetchBar(id="fetch-bar")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         """Take the monitor's state and its events, then read the run's files in a worker."""

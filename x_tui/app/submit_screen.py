@@ -28,7 +28,7 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.timer import Timer
-from textual.widgets import Button, Footer, Input, Label, Select, Static
+from textual.widgets import Button, Input, Label, Select, Static
 from textual.worker import get_current_worker
 
 from x_tui.app.app_context import describe_error, monitor_of, notify, service_of, settings_of
@@ -42,6 +42,7 @@ from x_tui.compute.run_guards import parse_max_cost, parse_max_duration
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds
+from x_tui.widgets.steady_footer import SteadyFooter
 
 WARNING_STYLE = "bold dark_orange"
 """How a plan's warning is shown."""
@@ -149,7 +150,7 @@ class SubmitScreen(Screen[None]):
                 yield Static(Text("Planning…", style="dim"), id="submit-status")
         with VerticalScroll(id="submit-preview"):
             yield Static(Text(""), id="submit-plan")
-        yield Footer()
+        yield SteadyFooter()
 
     def on_mount(self) -> None:
         """Fill the backend list and plan once with the configured values."""

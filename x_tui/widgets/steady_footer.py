@@ -5,14 +5,20 @@ updated: a focus change, a screen resumed, each ``refresh_bindings``. Most of th
 keys as they were, and on a screen with twenty keys each rebuild mounts and styles twenty widgets
 (several times while the app starts). :class:`SteadyFooter` rebuilds only when a key, its label,
 its display, whether it is enabled or its tooltip changed.
+
+Each key it builds also comes with its compact style already set. Textual's ``FooterKey`` starts
+compact and is told the footer's style once mounted, so every key's style was worked out three
+times (mounted, made compact, made not compact) at each rebuild.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from textual.app import ComposeResult
 from textual.screen import Screen
 from textual.widgets import Footer
+from textual.widgets._footer import FooterKey
 
 KeysShown = tuple[tuple[object, ...], ...]
 """What the footer shows of a screen's active bindings (compared, never displayed)."""
@@ -30,6 +36,16 @@ class SteadyFooter(Footer):
         """
         super().__init__(id=id, classes=classes)
         self._keys_shown: KeysShown | None = None
+
+    def compose(self) -> ComposeResult:
+        """Textual's keys, each with its compact style set before it is mounted."""
+        for widget in super().compose():
+            if isinstance(widget, FooterKey):
+                # The palette's key stays compact, as Textual has it; the others follow the footer.
+                compact = self.compact or widget.has_class("-command-palette")
+                widget.set_reactive(FooterKey.compact, compact)
+                widget.set_class(compact, "-compact", update=False)
+            yield widget
 
     def bindings_changed(self, screen: Screen[Any]) -> None:
         """Rebuild the keys if they changed (as Textual's footer does, only then).

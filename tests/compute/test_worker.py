@@ -88,7 +88,14 @@ def running(pid: int) -> bool:
 
 
 def read_pid(path: Path) -> int:
-    wait_for(path, "a pid file")
+    """The pid a task writes to ``path``, once it is all there (the file is made empty first)."""
+
+    def written() -> bool:
+        with contextlib.suppress(FileNotFoundError):
+            return path.read_text().strip().isdigit()
+        return False
+
+    support.wait_for(written, f"a pid in {path}")
     return int(path.read_text())
 
 

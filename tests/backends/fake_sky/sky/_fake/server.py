@@ -6,7 +6,8 @@ SkyPilot's API server runs a launch whatever becomes of its client: it provision
 handle)`` once job 1 is queued, then runs the job as SkyPilot 0.14 does: ``SETTING_UP`` (the
 ``setup``, its lines prefixed ``(setup pid=N) ``), ``RUNNING`` (the ``run``, lines prefixed
 ``(<task>, pid=N) ``), then ``SUCCEEDED``, ``FAILED``, ``FAILED_SETUP`` or ``CANCELLED``. A
-cluster launched with ``down`` and no idle time is removed as soon as its job ends (autodown).
+cluster launched with ``down`` and no idle time is removed as soon as its job ends (autodown),
+unless ``fail-down`` is set.
 
 Remote paths: ``~/...`` is the cluster's home; an absolute path is rewritten into the cluster's
 ``root/`` in the setup and run scripts. An ``s3://`` MOUNT is a local directory synced to the
@@ -329,7 +330,9 @@ def run_job(
     if _cancelled(name):
         status = "CANCELLED"
     state.set_job(name, 1, status=status, end_at=time.time())
-    if options["down"] and not options["idle_minutes"]:
+    # Autodown, unless the cloud refuses to terminate instances (``fail-down``) as it refuses
+    # SkyPilot's ``down``.
+    if options["down"] and not options["idle_minutes"] and not state.switch("fail-down"):
         remove_cluster(name, keep_runner=True)
 
 

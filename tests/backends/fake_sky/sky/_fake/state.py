@@ -13,7 +13,8 @@
 - switches a test writes: ``clouds.json`` (the enabled clouds, ``["Fake"]`` by default),
   ``hold-launch`` (provisioning waits while it exists), ``hold-request-id`` (``sky.launch`` waits
   before it returns the request id while it exists), ``fail-provision``, ``fail-cancel`` and
-  ``fail-down`` (that step fails with the file's text as SkyPilot's message), and
+  ``fail-down`` (that step fails with the file's text as SkyPilot's message; with
+  ``fail-down``, autodown leaves the cluster too), and
   ``remote-api-server`` (the API server is not this machine's: ``sky.server.common`` says so);
 - ``cluster-table-reads``: one line per read of ``sky.global_user_state``'s cluster table.
 

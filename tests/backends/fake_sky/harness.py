@@ -339,6 +339,10 @@ def start_sshd(root: Path) -> Iterator[SshServer]:
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
         f"AcceptEnv FAKE_SKY_HOME\nForceCommand {FAKE_SKY_DIR / 'bin' / 'cluster-shell'}\n"
+        # sshd runs the command with the user's login shell; bash, started by sshd at shell level
+        # 1, sources this machine's ~/.bashrc (pyenv's init: half a second a session). A fake
+        # cluster's session is a nested shell, so it never does.
+        "SetEnv SHLVL=1\n"
         "LogLevel INFO\n",
         encoding="utf-8",
     )

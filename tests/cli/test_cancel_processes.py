@@ -114,6 +114,12 @@ def test_cancel_exits_1_with_one_line_naming_what_it_could_not_stop(
         return pid != stuck and real_signal(pid, signum, proof)  # type: ignore[arg-type]
 
     monkeypatch.setattr(run_processes, "signal_proven", spare_one)
+    real_stop = local_process.stop  # one second after each signal, not the default five
+
+    def stop_sooner(run: local_process.RunProcesses, *, grace: float) -> list[int]:
+        return real_stop(run, grace=min(grace, 1.0))
+
+    monkeypatch.setattr(local_process, "stop", stop_sooner)
     monkeypatch.chdir(cli.project)
     for name in [key for key in os.environ if key.startswith("SUBSTRAX_")]:
         monkeypatch.delenv(name)

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import datetime as dt
+import io
 import json
 import os
 import signal
 import subprocess
 import sys
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -30,6 +32,7 @@ from x_tui.compute.worker.manifest import (
 )
 from x_tui.compute.worker.records import dumps_compact
 from x_tui.compute.worker.spec import Accelerator, JobSpec, Mount, MountAccess, Resources, Task
+from x_tui.compute.worker_bundle import WORKER_NAME
 from x_tui.testing.contract import BackendContract, wait_for_line, wait_until_final
 
 
@@ -133,6 +136,10 @@ def test_the_projects_venv_interpreter_runs_the_worker_and_its_tasks(
     manifest = load_manifest(backend.run_files(handle).outputs / "manifest.json")
     assert manifest is not None
     assert manifest.tasks[0].argv[0] == str(venv_python)
+    # The worker it started came with this Python's bytecode (it compiles nothing at start).
+    worker = (Path(handle.details["run_dir"]) / WORKER_NAME).read_bytes()
+    archive = zipfile.ZipFile(io.BytesIO(worker[worker.index(b"PK") :]))
+    assert "x_tui/compute/worker/main.pyc" in archive.namelist()
 
 
 def test_the_plan_says_what_runs_and_that_nothing_is_provisioned(

@@ -109,6 +109,10 @@ class Watcher(RunFollower):
         self._outbox: queue.Queue[RunEvent | None] = queue.Queue()
         self._sender = threading.Thread(target=self._send_loop, name="x-tui notify", daemon=True)
         self._record_lock = threading.Lock()
+        self._queue_lock = threading.Lock()
+        """Held from an event's recording to its queueing, and by :meth:`stop`: every event this
+        watcher recorded is queued before the delivery thread is told to end."""
+        self._stopped = False
 
     def start(self) -> None:
         """Start following and the delivery thread."""
@@ -118,7 +122,9 @@ class Watcher(RunFollower):
     def stop(self) -> None:
         """Stop following; the events queued for delivery are delivered first (and waited for)."""
         super().stop()
-        self._outbox.put(None)
+        with self._queue_lock:  # an event being recorded now is queued first
+            self._stopped = True
+            self._outbox.put(None)
         if self._sender.is_alive():
             self._sender.join()
 
@@ -211,13 +217,16 @@ class Watcher(RunFollower):
             cost=cost,
             suffix=suffix,
         )
-        try:
-            self.events.append(event)
-        except OSError as error:
-            self._say(f"cannot record an event in {self.events.path}: {error}")
-        self._say(f"event: {event.run_id} {event.kind.value}")
-        if wanted(self.notify, event):
-            self._outbox.put(event)
+        with self._queue_lock:
+            if self._stopped:  # a status call that ended after stop(): nothing is recorded
+                return
+            try:
+                self.events.append(event)
+            except OSError as error:
+                self._say(f"cannot record an event in {self.events.path}: {error}")
+            self._say(f"event: {event.run_id} {event.kind.value}")
+            if wanted(self.notify, event):
+                self._outbox.put(event)
 
     def _send_loop(self) -> None:
         while True:

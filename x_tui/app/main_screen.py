@@ -269,6 +269,9 @@ class MainScreen(RunActionScreen):
             table.show_stored(message.stored, states=states.get, ended=ended.get)
             for run_id, reason in monitor.problems().items():  # posted before this screen was
                 table.set_problem(run_id, reason)
+            if not message.complete and message.stored.handles:
+                # The newest runs are on the screen after this refresh: the rest is read then.
+                self.call_after_refresh(monitor.first_shown)
         self._title_runs()
         self._describe_highlighted()
 

@@ -32,6 +32,10 @@ from x_tui.compute.sweeps import StoredSweeps
 class RunMonitor(RunFollower):
     """Keeps the app's view of the run store and of each run's state current."""
 
+    first_pause = 1.0
+    """The main screen says when the newest runs are shown (:meth:`first_shown`); the rest of
+    the store is read then, or after this many seconds if it does not."""
+
     def __init__(
         self,
         service: Service,

@@ -129,11 +129,19 @@ class MainScreen(RunActionScreen):
         self.query_one("#jobs-pane").border_title = self._jobs_title()
         runs_pane = self.query_one("#runs-pane")
         runs_pane.border_title = Text("Runs")
+        # The pane shown, the width's class (which Textual would give at the first resize) and
+        # the focus are set now, before the first frame, and styled with it: each change made
+        # after it restyles, so draws again, every cell of the runs table.
+        wide = self.app.size.width >= WIDE_COLUMNS
+        self.update_classes(
+            {"-wide": wide, "-narrow": not wide, "-show-runs": self.project_root is None},
+            update=False,
+        )
         if self.project_root is None:
             runs_pane.border_subtitle = Text("no project here · tab: why")
-            self._show_pane("runs")
+            self.set_focus(self.runs)
         else:
-            self.jobs.option_list.focus()
+            self.set_focus(self.jobs.option_list)
         if self.project_root is not None:
             self.runs.set_project(str(self.project_root))
         context = context_of(self.app)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
@@ -24,9 +25,11 @@ from x_tui.app.messages import (
 from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL, RunFollower
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
-from x_tui.compute.operations import Project
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
+
+if TYPE_CHECKING:
+    from x_tui.compute.operations import Project
 
 
 class RunMonitor(RunFollower):

@@ -39,6 +39,7 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from x_tui.app.deadlines import DeadlinePassed
 from x_tui.app.file_watch import Watched, watch
@@ -53,9 +54,11 @@ from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
 from x_tui.compute.launches import SUBMITTING, LaunchRecord, launches_dir
-from x_tui.compute.operations import Project, read_launches
 from x_tui.compute.store import RunHandle, RunListing, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
+
+if TYPE_CHECKING:  # (the project's module is loaded when a project is read, not at start-up)
+    from x_tui.compute.operations import Project
 
 PYPROJECT = "pyproject.toml"
 FIRST_BATCH = 100
@@ -573,6 +576,8 @@ class RunFollower:
         every other run. While there are none, their directory is only looked at: records are
         written by a rename, so a new one changes it.
         """
+        from x_tui.compute.operations import read_launches
+
         stamp = _directory_stamp(launches_dir(self.service.store.root))
         with self._lock:
             idle = not self._launches and not self._launch_unreadable

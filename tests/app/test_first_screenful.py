@@ -198,3 +198,34 @@ async def test_the_runs_table_shows_the_first_screenful_before_the_store_is_read
             await wait_until(pilot, lambda: table.shown_count == COUNT, "every run")
     finally:
         release.set()
+
+
+def test_a_newest_run_still_going_is_polled_before_the_store_is_read_whole(
+    state_dir: Path,
+) -> None:
+    newest_first = make_store(state_dir)
+    going = newest_first[0]
+    write_final_states(
+        state_dir / "x-tui" / "final-states.json",
+        {run: (RunState.SUCCEEDED, 5.0) for run in newest_first if run != going},
+    )
+    follower = Recording(Service())
+    polled = threading.Event()
+    real_listing = follower.service.store.listing
+    real_statuses = follower._statuses
+
+    def statuses(handles: Sequence[RunHandle]) -> Mapping[str, RunState]:
+        polled.set()
+        return real_statuses(handles)
+
+    def listing() -> RunListing:
+        # The whole store is read only once the run still going was asked about.
+        follower.events.append(("poll seen" if polled.wait(DEADLINE) else "no poll", True, [], {}))
+        return real_listing()
+
+    follower.service.statuses = statuses  # type: ignore[method-assign]
+    follower.service.status = lambda handle: statuses([handle])[handle.run_id]  # type: ignore[method-assign]
+    follower.service.store.listing = listing  # type: ignore[method-assign]
+    follow(follower)
+    assert ("poll seen", True, [], {}) in follower.events
+    assert {run for call in follower.polled for run in call} == {going}

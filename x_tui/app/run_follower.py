@@ -388,6 +388,7 @@ class RunFollower:
                     self._publish(complete=False)
                     self._wait_shown()
                     self._load_final_states()
+                    self._first_read.set()  # the newest runs still going are polled from now
                     self._keep_indexed(None)
                 self._first_read.set()
                 self._publish(complete=True)

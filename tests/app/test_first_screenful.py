@@ -147,8 +147,15 @@ def test_a_run_kept_as_ended_is_never_polled_when_the_newest_states_are_not_beli
 
 
 @pytest.mark.parametrize("damage", ["a run saved after it", "damaged"])
-def test_a_head_that_is_not_believed_still_lists_every_run(state_dir: Path, damage: str) -> None:
+def test_a_head_that_is_not_believed_still_lists_every_run(
+    state_dir: Path, damage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     newest_first = make_store(state_dir)
+    old = newest_first[-1]  # ended, and not among the newest runs whose states are kept apart
+    write_final_states(
+        state_dir / "x-tui" / "final-states.json",
+        {run: (RunState.SUCCEEDED, 5.0) for run in newest_first},
+    )
     store = RunStore(state_dir / "compute" / "runs")
     if damage == "damaged":
         store.head_path.write_text('{"version": 2, "names": 7}', encoding="utf-8")
@@ -161,11 +168,28 @@ def test_a_head_that_is_not_believed_still_lists_every_run(state_dir: Path, dama
         )
         newest_first.insert(0, late.run_id)
     follower = Recording(Service())
-    follow(follower)
+    real_read = run_follower.read_final_states
+
+    def read_cache(path: Path) -> object:
+        follower.events.append(("cache read whole", True, [], {}))
+        return real_read(path)
+
+    monkeypatch.setattr(run_follower, "read_final_states", read_cache)
+    if damage == "damaged":
+        follow(follower)
+    else:  # the run saved after the head has no final state kept: it is polled
+        follow(follower, then=lambda: wait_for(lambda: follower.polled, "the late run polled"))
     first = follower.events[0]
     assert first[0] == "listed"
     assert first[2][0] == newest_first[0]
+    # The newest files read one by one, shown as they ended (their states kept apart), before
+    # the whole store (and the whole cache) is read.
+    assert first[3][newest_first[1]] is RunState.SUCCEEDED
+    assert [event[0] for event in follower.events[1:3]] == ["cache read whole", "store read whole"]
     assert follower.events[-1][:3] == ("listed", True, newest_first)
+    assert follower.known_states()[0][old] is RunState.SUCCEEDED
+    polled = {run for call in follower.polled for run in call}
+    assert polled == (set() if damage == "damaged" else {newest_first[0]})
 
 
 @asynchronous

@@ -393,14 +393,20 @@ class RunFollower:
                 self._first_read.set()
                 self._publish(complete=True)
                 return
-            # No head to believe: the newest files are read one by one, then the rest.
-            self._load_final_states()
+            # No head to believe: the newest files are read one by one, then the rest (the kept
+            # final states first, unless the newest runs' are believed: then after them).
+            if not self._keep_recent_states():
+                self._load_final_states()
+                self._first_read.set()
             names = listing_names(self.runs_dir)
             self._read_paths([self.runs_dir / name for name in names[:FIRST_BATCH]])
-            self._first_read.set()
             if len(names) > FIRST_BATCH:
                 self._publish(complete=False)
                 self._wait_shown()
+            if not self._first_read.is_set():
+                self._load_final_states()
+                self._first_read.set()
+            if len(names) > FIRST_BATCH:
                 self._keep_indexed([self.runs_dir / name for name in names[FIRST_BATCH:]])
             self._publish(complete=True)
         finally:
@@ -423,13 +429,7 @@ class RunFollower:
             return None
         if head is None:
             return None
-        recent = read_recent_final_states(self._cache_path)
-        self._recent_believed = recent is not None
-        if recent:
-            with self._lock:
-                for run_id, (state, ended) in recent.items():
-                    self._states.setdefault(run_id, state)
-                    self._ended.setdefault(run_id, ended)
+        self._keep_recent_states()
         names = head.files.names
         for run in head.runs:
             stamp = head.files.stamp(run.row)[:2]
@@ -437,6 +437,17 @@ class RunFollower:
         # A file that cannot be read is named as when it is read alone.
         self._read_paths([self.runs_dir / names[row] for row in head.problems])
         return head
+
+    def _keep_recent_states(self) -> bool:
+        """Keep the newest runs' final states kept beside the cache; whether they are believed."""
+        recent = read_recent_final_states(self._cache_path)
+        self._recent_believed = recent is not None
+        if recent:
+            with self._lock:
+                for run_id, (state, ended) in recent.items():
+                    self._states.setdefault(run_id, state)
+                    self._ended.setdefault(run_id, ended)
+        return self._recent_believed
 
     def _keep_indexed(self, paths: list[Path] | None) -> None:
         """Keep the records of ``paths`` as the store's index gives them (files read if not).

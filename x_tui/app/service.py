@@ -37,7 +37,6 @@ from x_tui.compute.backend import (
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
 from x_tui.compute.worker.errors import ConfigError, UserError
-from x_tui.compute.worker.manifest import MANIFEST_NAME
 
 if TYPE_CHECKING:  # loaded on first use (a project read, a plan, an output): not at start-up
     from x_tui.compute.operations import JobList, Project, RunPlan
@@ -423,6 +422,8 @@ class Service:
         Returns:
             The modification time of its manifest (else its log), or ``None`` for a remote run.
         """
+        from x_tui.compute.worker.manifest import MANIFEST_NAME
+
         try:
             files = self.run_files(handle)
         except UserError:

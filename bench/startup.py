@@ -1,4 +1,5 @@
-"""Time to first frame: x-tui with 10,000 runs in its store against a bare Textual app.
+"""Time to first frame and first screenful: x-tui with many runs in its store against a bare
+Textual app.
 
 The reference is a Textual app with the same widgets (two panes, an option list, a data table with
 the same columns, an input, a footer) and no data, measured in the same run. Each sample is a
@@ -12,9 +13,15 @@ measures starts that compile every module instead (no bytecode read or kept).
 The process's own CPU seconds at each marker are printed too: on a machine shared with other
 work, wall times vary with the load, CPU times much less.
 
+With a store listed before (as any earlier start or ``x-tui status`` leaves it), the first
+screenful comes from the store index's head and the newest runs' kept final states (a few
+kilobytes), and the rest of the store is read once it is drawn; ``listed`` says when every run is.
+
     uv run python bench/startup.py [--runs 10000] [--samples 5] [--state DIR] [--compile]
 
-Aims: at most 1.5x the bare app, and under 0.5 s.
+Aims: the first frame at most 1.5x the bare app and under 0.5 s; the first screenful of runs at
+most 1.3x the bare app's first frame with 100,000 runs (``--runs 100000``), in wall and in CPU
+seconds.
 """
 
 from __future__ import annotations
@@ -270,7 +277,11 @@ def main() -> int:
             f" {listed_cpu:.3f} CPU seconds, {listed_main:.3f} of them the event loop's"
         )
     ok = frame / bare <= 1.5 and frame < 0.5
-    print(f"  aim: <= 1.5x and < 0.5 s: {'met' if ok else 'NOT met'}")
+    print(f"  aim, first frame <= 1.5x and < 0.5 s: {'met' if ok else 'NOT met'}")
+    if rows is not None:
+        ratios = [rows / bare] + ([rows_cpu / bare_cpu] if rows_cpu and bare_cpu else [])
+        met = "met" if max(ratios) <= 1.3 else "NOT met"
+        print(f"  aim, first {SCREENFUL} runs <= 1.3x the bare frame (wall and CPU): {met}")
     return 0
 
 

@@ -17,7 +17,14 @@ from typing import Any, cast
 import pytest
 
 from tests.support import wait_for
-from x_tui.app.final_states import keep_final_states, read_final_states, write_final_states
+from x_tui.app.final_states import (
+    RECENT_NAME,
+    RECENT_RUNS,
+    keep_final_states,
+    read_final_states,
+    read_recent_final_states,
+    write_final_states,
+)
 from x_tui.app.log_spool import LogSpools
 from x_tui.compute.backend import ComputeBackend, RunState
 
@@ -120,6 +127,47 @@ def test_a_cache_replaced_by_a_fifo_is_written_anew_as_a_file(tmp_path: Path) ->
     os.mkfifo(cache)
     write_final_states(cache, {RUN_ID: (RunState.FAILED, 1.0)})
     assert stat.S_ISREG(os.lstat(cache).st_mode)
+    assert read_final_states(cache) == {RUN_ID: (RunState.FAILED, 1.0)}
+
+
+def test_the_newest_runs_final_states_are_believed_only_beside_the_cache_they_came_from(
+    tmp_path: Path,
+) -> None:
+    cache = tmp_path / "final-states.json"
+    start = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
+    ids = [
+        f"job{index % 3}-{start + dt.timedelta(minutes=index):%Y%m%dT%H%M%SZ}-{index:06x}"
+        for index in range(RECENT_RUNS + 50)
+    ]
+    kept = {run_id: (RunState.SUCCEEDED, float(index)) for index, run_id in enumerate(ids)}
+    write_final_states(cache, kept)
+    recent = read_recent_final_states(cache)
+    # The newest by the time in the run id, whatever the job's name sorts as.
+    assert recent == {run_id: kept[run_id] for run_id in ids[-RECENT_RUNS:]}
+    assert (tmp_path / RECENT_NAME).stat().st_size < cache.stat().st_size
+    # The cache written anew by a release that keeps no newest runs beside it (same content).
+    text = cache.read_text()
+    cache.unlink()
+    cache.write_text(text)
+    assert read_recent_final_states(cache) is None
+    assert read_final_states(cache) == kept
+    keep_final_states(cache, {})  # written again by this release: believed again
+    assert read_recent_final_states(cache) == recent
+    cache.unlink()  # the cache removed (to ask about every run again): none believed
+    assert read_recent_final_states(cache) is None
+
+
+@pytest.mark.parametrize(
+    "content",
+    [b"{not json", b'{"version": 1, "of": "x"}', b"[" * 100_000, b'{"version": 9}'],
+)
+def test_a_damaged_file_of_the_newest_runs_final_states_is_not_believed(
+    tmp_path: Path, content: bytes
+) -> None:
+    cache = tmp_path / "final-states.json"
+    write_final_states(cache, {RUN_ID: (RunState.FAILED, 1.0)})
+    (tmp_path / RECENT_NAME).write_bytes(content)
+    assert read_recent_final_states(cache) is None
     assert read_final_states(cache) == {RUN_ID: (RunState.FAILED, 1.0)}
 
 

@@ -22,6 +22,7 @@ from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunS
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.run_follower import RunFollower
 from x_tui.app.service import Service
+from x_tui.compute import operations
 from x_tui.compute.backend import Capability, RunState
 from x_tui.compute.launches import LaunchBook, LaunchRecord, StoredLaunches, process_start
 from x_tui.compute.store import RunHandle, RunStore
@@ -304,7 +305,7 @@ def test_launch_records_are_read_only_once_their_directory_changes(
     monkeypatch.setattr(run_follower, "SETTLED_SECONDS", 0.0)
     looks: list[object] = []
     reads: list[object] = []
-    real_stamp, real_read = run_follower._directory_stamp, run_follower.read_launches
+    real_stamp, real_read = run_follower._directory_stamp, operations.read_launches
 
     def looked(directory: Path) -> tuple[int, int] | None:
         looks.append(directory)
@@ -315,7 +316,7 @@ def test_launch_records_are_read_only_once_their_directory_changes(
         return real_read(store)
 
     monkeypatch.setattr(run_follower, "_directory_stamp", looked)
-    monkeypatch.setattr(run_follower, "read_launches", read)
+    monkeypatch.setattr(operations, "read_launches", read)  # (looked up at each read)
     told: queue.Queue[tuple[str, RunState]] = queue.Queue()
 
     class Follower(RunFollower):

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import wait_until
-from x_tui.app import main_screen
+from x_tui.app import run_watch
 from x_tui.compute.store import RunStore
 
 from .conftest import asynchronous, make_app, pyproject_text
@@ -53,7 +53,7 @@ def steps_project(tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPat
     (root / "steps.py").write_text(STEPS, encoding="utf-8")
     monkeypatch.setenv("PATH", f"{FAKE_GPUS}:{os.environ['PATH']}")
     monkeypatch.setenv("FAKE_GPUS_SLEEP", "0.1")
-    monkeypatch.setattr(main_screen, "WATCH_SECONDS", 0.2)
+    monkeypatch.setattr(run_watch, "WATCH_SECONDS", 0.2)  # (read when the watch starts)
     return root
 
 

@@ -47,3 +47,33 @@ def test_the_main_screen_opens_without_loading_the_run_screen(tmp_path: Path) ->
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "none"
+
+
+AT_IMPORT = """
+import sys
+import x_tui.app.app, x_tui.app.service
+print(" ".join(name for name in AFTER_FIRST_FRAME if name in sys.modules) or "none")
+"""
+
+AFTER_FIRST_FRAME = (
+    "x_tui.compute.operations",  # the project is read once the first frame is drawn
+    "x_tui.app.run_watch",  # and the running runs' progress watched
+    "x_tui.app.run_sources",
+    "x_tui.compute.extensions",
+)
+
+
+def test_the_app_and_its_engine_load_without_what_waits_for_the_first_frame(
+    tmp_path: Path,
+) -> None:
+    probe = "AFTER_FIRST_FRAME = " + repr(AFTER_FIRST_FRAME) + "\n" + AT_IMPORT
+    done = subprocess.run(
+        [sys.executable, "-c", probe],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "none"

@@ -8,13 +8,22 @@ ended are written here, as three columns of one value per run, sorted by run id:
 cannot be read is skipped, and a file that cannot be read or written is no error: the runs are
 then asked about again, and a cache that could not be read is written anew. The cache never
 stands in for the store: it only says how a run the store holds ended.
+
+Beside it, ``final-states-recent.json`` keeps the entries of the :data:`RECENT_RUNS` newest runs
+(by the time in their run ids) in the same columns, with the stamp (modified time, size, inode)
+of the cache they were taken from, so the first screenful of runs shows how each ended from a
+few kilobytes before the whole cache is read. It is believed only while the cache is that very
+file (a cache written anew, by another release or by hand, or removed, makes it unbelieved),
+and read and checked as the cache is.
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
 import json
 import math
+import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -31,6 +40,18 @@ FINAL_STATES_BYTES = 256 << 20
 
 FINAL_STATES_VERSION = 2
 """The layout this release writes (columns); it reads version 1 too."""
+
+RECENT_NAME = "final-states-recent.json"
+"""The newest runs' entries of the cache, in the cache's directory."""
+
+RECENT_RUNS = 200
+"""How many of the newest runs' final states are kept beside the cache."""
+
+RECENT_BYTES = 1 << 20
+"""The largest file of the newest runs' entries read."""
+
+RECENT_VERSION = 1
+"""The layout of that file: the cache's columns and the cache's stamp (``"of"``)."""
 
 FinalState = tuple[RunState, float | None]
 """A finished run's state and when it ended (an epoch time), if known."""
@@ -64,10 +85,45 @@ def read_final_states(path: Path) -> dict[str, FinalState] | None:
                 if isinstance(entry, dict)
             ]
         )
+    if data.get("version") != FINAL_STATES_VERSION:
+        return None
+    return _columns(data)
+
+
+def read_recent_final_states(path: Path) -> dict[str, FinalState] | None:
+    """The final states of the newest runs kept beside the cache ``path``, by run id.
+
+    Read through the bounded reader and checked as the cache is (an entry that is not a final
+    state of a run id is skipped).
+
+    Returns:
+        The entries; ``None`` when there are none to believe: the file is missing or cannot be
+        read, or the cache is not the very file they were taken from.
+    """
+    stamp = _stamp_of(path)
+    if stamp is None:
+        return None
+    try:
+        data = read_cache_file(path.with_name(RECENT_NAME), max_bytes=RECENT_BYTES)
+    except (FileNotFoundError, RecordError):
+        return None
+    if (
+        not isinstance(data, dict)
+        or data.get("version") != RECENT_VERSION
+        or data.get("of") != list(stamp)
+    ):
+        return None
+    return _columns(data)
+
+
+def _columns(data: dict[str, object]) -> dict[str, FinalState] | None:
+    """The entries of a document of columns ``run_ids``, ``states``, ``ended_at``.
+
+    ``None`` when they are not three lists of one length.
+    """
     run_ids, names, moments = data.get("run_ids"), data.get("states"), data.get("ended_at")
     if (
-        data.get("version") != FINAL_STATES_VERSION
-        or not isinstance(run_ids, list)
+        not isinstance(run_ids, list)
         or not isinstance(names, list)
         or not isinstance(moments, list)
         or not len(run_ids) == len(names) == len(moments)
@@ -108,16 +164,57 @@ _MISSING = object()
 
 
 def write_final_states(path: Path, runs: Mapping[str, FinalState]) -> None:
-    """Keep ``runs``' final states in ``path``, atomically (a failure to write is ignored)."""
+    """Keep ``runs``' final states in ``path``, atomically, and the newest runs' beside it.
+
+    A failure to write is ignored.
+    """
     run_ids = sorted(runs)
     document = {
         "version": FINAL_STATES_VERSION,
-        "run_ids": run_ids,
-        "states": [runs[run_id][0].value for run_id in run_ids],
-        "ended_at": [runs[run_id][1] for run_id in run_ids],
+        **_columns_of(runs, run_ids),
     }
     with contextlib.suppress(OSError):
         write_atomic(path, json.dumps(document, separators=(",", ":")) + "\n")
+        keep_recent_final_states(path, runs)
+
+
+def keep_recent_final_states(path: Path, runs: Mapping[str, FinalState]) -> None:
+    """Keep the newest of ``runs`` (the cache ``path`` as it is now) beside the cache.
+
+    For a cache written without them (by an earlier release); a failure to write is ignored.
+    """
+    stamp = _stamp_of(path)
+    if stamp is None:
+        return
+    newest = heapq.nlargest(RECENT_RUNS, runs, key=_time_in_run_id)
+    document = {"version": RECENT_VERSION, "of": list(stamp), **_columns_of(runs, newest)}
+    with contextlib.suppress(OSError):
+        write_atomic(
+            path.with_name(RECENT_NAME), json.dumps(document, separators=(",", ":")) + "\n"
+        )
+
+
+def _columns_of(runs: Mapping[str, FinalState], run_ids: list[str]) -> dict[str, list[object]]:
+    """The columns of the entries of ``run_ids``, in that order."""
+    return {
+        "run_ids": list(run_ids),
+        "states": [runs[run_id][0].value for run_id in run_ids],
+        "ended_at": [runs[run_id][1] for run_id in run_ids],
+    }
+
+
+def _time_in_run_id(run_id: str) -> str:
+    """The submit time a run id ends with (``YYYYMMDDTHHMMSSZ``), which sorts as text."""
+    return run_id[-23:-7]
+
+
+def _stamp_of(path: Path) -> tuple[int, int, int] | None:
+    """The file's modified time (ns), size and inode; ``None`` when there is no such file."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size, info.st_ino
 
 
 def final_states_path(runs_dir: Path) -> Path:

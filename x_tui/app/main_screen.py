@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual import on, work
@@ -48,8 +48,6 @@ from x_tui.app.messages import (
     RunStatusFailed,
     SweepsChanged,
 )
-from x_tui.app.run_watch import WATCH_SECONDS, WatchPoller, watch_cells
-from x_tui.compute.operations import JobList, Project
 from x_tui.compute.store import RunHandle
 from x_tui.compute.sweeps import Sweep
 from x_tui.widgets.job_browser import JobBrowser
@@ -57,6 +55,10 @@ from x_tui.widgets.problem_panel import ProblemPanel
 from x_tui.widgets.runs_table import RunsTable
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.steady_footer import SteadyFooter
+
+if TYPE_CHECKING:  # the project is read, and the runs watched, after the first frame
+    from x_tui.app.run_watch import WatchPoller
+    from x_tui.compute.operations import JobList, Project
 
 WIDE_COLUMNS = 120
 """From this many columns the two panes are shown side by side."""
@@ -104,6 +106,7 @@ class MainScreen(RunActionScreen):
         self.project_root = project
         self.project: Project | None = None
         self._clock = clock
+        self._watcher: WatchPoller | None = None
 
     def compose(self) -> ComposeResult:
         """Jobs pane, runs pane, footer."""
@@ -129,11 +132,19 @@ class MainScreen(RunActionScreen):
         self.query_one("#jobs-pane").border_title = self._jobs_title()
         runs_pane = self.query_one("#runs-pane")
         runs_pane.border_title = Text("Runs")
+        # The pane shown, the width's class (which Textual would give at the first resize) and
+        # the focus are set now, before the first frame, and styled with it: each change made
+        # after it restyles, so draws again, every cell of the runs table.
+        wide = self.app.size.width >= WIDE_COLUMNS
+        self.update_classes(
+            {"-wide": wide, "-narrow": not wide, "-show-runs": self.project_root is None},
+            update=False,
+        )
         if self.project_root is None:
             runs_pane.border_subtitle = Text("no project here · tab: why")
-            self._show_pane("runs")
+            self.set_focus(self.runs)
         else:
-            self.jobs.option_list.focus()
+            self.set_focus(self.jobs.option_list)
         if self.project_root is not None:
             self.runs.set_project(str(self.project_root))
         context = context_of(self.app)
@@ -141,6 +152,13 @@ class MainScreen(RunActionScreen):
             self.runs.show_sweeps(context.monitor.sweeps)
             self._show_runs(RunsChanged(context.monitor.stored, False))
             context.monitor_events.subscribe(self, self._monitor_event)
+        # Read, and watched, once the first frame is drawn: neither shows in it, and the modules
+        # they load and the thread that reads would take the interpreter from drawing it.
+        self.call_after_refresh(self._after_first_frame)
+
+    def _after_first_frame(self) -> None:
+        from x_tui.app.run_watch import WATCH_SECONDS, WatchPoller
+
         self.action_reload(store=False)
         self._watcher = WatchPoller(service_of(self.app))
         self.set_interval(WATCH_SECONDS * settings_of(self.app).refresh_scale, self._poll_watch)
@@ -269,12 +287,15 @@ class MainScreen(RunActionScreen):
             table.show_stored(message.stored, states=states.get, ended=ended.get)
             for run_id, reason in monitor.problems().items():  # posted before this screen was
                 table.set_problem(run_id, reason)
+            if not message.complete and message.stored.handles:
+                # The newest runs are on the screen after this refresh: the rest is read then.
+                self.call_after_refresh(monitor.first_shown)
         self._title_runs()
         self._describe_highlighted()
 
     def _poll_watch(self) -> None:
         monitor = monitor_of(self.app)
-        if monitor is None:
+        if monitor is None or self._watcher is None:
             return
         running = monitor.unfinished()
         if running or self.runs.watching:
@@ -282,6 +303,10 @@ class MainScreen(RunActionScreen):
 
     @work(thread=True, exclusive=True, group="runs-watch")
     def _read_watch(self, handles: list[RunHandle]) -> None:
+        from x_tui.app.run_watch import watch_cells
+
+        if self._watcher is None:
+            return
         found = self._watcher.poll(handles, now=self._clock())
         cells = {run_id: watch_cells(watch) for run_id, watch in found.items() if watch}
         self.app.call_from_thread(self._show_watch, cells)

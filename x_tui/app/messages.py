@@ -10,13 +10,16 @@ a test can assert on what was posted (``run_test(message_hook=...)``). None of t
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
 from x_tui.compute.backend import RunState
-from x_tui.compute.operations import Project
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
+
+if TYPE_CHECKING:  # (the project is read after the first frame, and its module loaded then)
+    from x_tui.compute.operations import Project
 
 
 @dataclass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.message import Message
 
@@ -24,13 +25,19 @@ from x_tui.app.messages import (
 from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL, RunFollower
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
-from x_tui.compute.operations import Project
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
+
+if TYPE_CHECKING:
+    from x_tui.compute.operations import Project
 
 
 class RunMonitor(RunFollower):
     """Keeps the app's view of the run store and of each run's state current."""
+
+    first_pause = 1.0
+    """The main screen says when the newest runs are shown (:meth:`first_shown`); the rest of
+    the store is read then, or after this many seconds if it does not."""
 
     def __init__(
         self,

@@ -4,7 +4,9 @@ Two daemon threads (three, with the launch records below), started with the app 
 with it:
 
 - the **watcher** reads the store (the newest records first, so the first screenful shows while
-  the rest is read) and the sweep records, then waits (:mod:`x_tui.app.file_watch`) for changes
+  the rest is read: from the store's index head and the newest runs' kept final states when
+  they are believed, a few kilobytes, else from the newest files) and the sweep records, then
+  waits (:mod:`x_tui.app.file_watch`) for changes
   to ``<state>/compute/runs/``, to ``<state>/x-tui/sweeps/`` and to the project's
   ``pyproject.toml``; a run or a sweep saved by another shell or by substrax appears without a
   key press, and only the records that changed are read again (:mod:`x_tui.app.run_records`);
@@ -37,25 +39,34 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from x_tui.app.deadlines import DeadlinePassed
 from x_tui.app.file_watch import Watched, watch
-from x_tui.app.final_states import keep_final_states, read_final_states
+from x_tui.app.final_states import (
+    keep_final_states,
+    keep_recent_final_states,
+    read_final_states,
+    read_recent_final_states,
+)
 from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
 from x_tui.compute.launches import SUBMITTING, LaunchRecord, launches_dir
-from x_tui.compute.operations import Project, read_launches
-from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.compute.store import RunHandle, RunListing, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
+
+if TYPE_CHECKING:  # (the project's module is loaded when a project is read, not at start-up)
+    from x_tui.compute.operations import Project
 
 PYPROJECT = "pyproject.toml"
 FIRST_BATCH = 100
 """How many of the newest records are read and shown before the rest of the store."""
 
 FIRST_PAUSE = 0.1
-"""Seconds the first read waits, after posting the newest records, before reading the rest."""
+"""Seconds the first read waits, after posting the newest records, before reading the rest
+(unless told sooner that they are shown, :meth:`RunFollower.first_shown`)."""
 
 LAUNCH_SECONDS = 1.0
 """How often the launch records (runs whose submit has not finished) are read."""
@@ -103,6 +114,10 @@ class _Poll:
 class RunFollower:
     """Keeps a view of the run store and of each run's state current, and reports what changes."""
 
+    first_pause: float = FIRST_PAUSE
+    """Seconds the first read waits, after posting the newest runs, before reading the rest
+    (:meth:`first_shown` ends the wait sooner)."""
+
     def __init__(
         self,
         service: Service,
@@ -135,8 +150,11 @@ class RunFollower:
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._first_read = threading.Event()
-        """Set once the newest records are read: the first poll round waits for it, so the runs
-        found together are asked for together."""
+        """Set once the newest records are read with the final states kept from earlier
+        sessions: the first poll round waits for it, so the runs found together are asked for
+        together, and a run kept as ended is never asked about."""
+        self._shown = threading.Event()
+        """Set once the first records posted are shown (the rest of the store is read then)."""
         self._lock = threading.Lock()
         self._records: dict[Path, Record] = {}
         self._handles: dict[str, RunHandle] = {}
@@ -161,6 +179,8 @@ class RunFollower:
         self._save_lock = threading.Lock()
         self._pyproject_stamp: Stamp | None = None
         self._launch_stamp: tuple[int, int] | None = _UNSET
+        self._recent_believed = False
+        """Whether the newest runs' final states kept beside the cache were read and believed."""
 
     # Public API -------------------------------------------------------------------------------
 
@@ -254,8 +274,17 @@ class RunFollower:
         """
         self._stop.set()
         self._wake.set()
+        self._shown.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._save_final_states()
+
+    def first_shown(self) -> None:
+        """The first runs posted are shown: read the rest of the store now, without waiting.
+
+        While the newest runs are being shown the watcher leaves the interpreter to the screen;
+        it waits :attr:`first_pause` seconds at most for this.
+        """
+        self._shown.set()
 
     def poll_soon(self, run_id: str) -> None:
         """Ask for the run's state now (after a submit or a cancel), then back off again."""
@@ -303,9 +332,6 @@ class RunFollower:
     # The watcher ------------------------------------------------------------------------------
 
     def _watch_loop(self) -> None:
-        # Read here, not in __init__: ten thousand kept states take a while, and the app builds
-        # its first frame meanwhile.
-        self._load_final_states()
         for directory in (self.runs_dir, self.service.sweeps_dir):
             # A path that is not a directory is read as holding nothing, never fatal here.
             with contextlib.suppress(OSError):
@@ -348,23 +374,97 @@ class RunFollower:
             self._publish(complete=True)
 
     def _initial_scan(self) -> None:
-        names = listing_names(self.runs_dir)
-        self._read_paths([self.runs_dir / name for name in names[:FIRST_BATCH]])
-        if len(names) > FIRST_BATCH:
-            self._publish(complete=False)
-            # Let the UI show the first screenful before this thread takes the interpreter to
-            # read the rest, from the store's index (only the files that changed are read).
-            self._stop.wait(FIRST_PAUSE)
-            self._keep_indexed([self.runs_dir / name for name in names[FIRST_BATCH:]])
-        self._publish(complete=True)
+        """Read the store for the first time: the newest runs first, posted, then the rest.
 
-    def _keep_indexed(self, paths: list[Path]) -> None:
-        """Keep the records of ``paths`` as the store's index gives them (files read if not)."""
+        The kept final states are read here, not in ``__init__`` (100,000 of them take a
+        while, and the app builds its first frame meanwhile), and before the poller starts.
+        """
+        try:
+            head = self._read_head()
+            if head is not None:
+                if head.complete:
+                    self._load_final_states()
+                else:
+                    self._publish(complete=False)
+                    self._wait_shown()
+                    self._load_final_states()
+                    self._first_read.set()  # the newest runs still going are polled from now
+                    self._keep_indexed(None)
+                self._first_read.set()
+                self._publish(complete=True)
+                return
+            # No head to believe: the newest files are read one by one, then the rest (the kept
+            # final states first, unless the newest runs' are believed: then after them).
+            if not self._keep_recent_states():
+                self._load_final_states()
+                self._first_read.set()
+            names = listing_names(self.runs_dir)
+            self._read_paths([self.runs_dir / name for name in names[:FIRST_BATCH]])
+            if len(names) > FIRST_BATCH:
+                self._publish(complete=False)
+                self._wait_shown()
+            if not self._first_read.is_set():
+                self._load_final_states()
+                self._first_read.set()
+            if len(names) > FIRST_BATCH:
+                self._keep_indexed([self.runs_dir / name for name in names[FIRST_BATCH:]])
+            self._publish(complete=True)
+        finally:
+            self._first_read.set()
+
+    def _wait_shown(self) -> None:
+        """Let the UI show the first screenful before this thread takes the interpreter to read
+        the rest (from the store's index: only the files that changed are read)."""
+        self._shown.wait(self.first_pause)
+
+    def _read_head(self) -> RunListing | None:
+        """Keep the store's newest runs from its index head, with the newest runs' final states.
+
+        Returns:
+            The head, or ``None`` when there is none to believe (nothing is kept then).
+        """
+        try:
+            head = self.service.store.head()
+        except Exception:  # the head never stops the watcher: the store is read as without it
+            return None
+        if head is None:
+            return None
+        self._keep_recent_states()
+        names = head.files.names
+        for run in head.runs:
+            stamp = head.files.stamp(run.row)[:2]
+            self._keep(self.runs_dir / names[run.row], Record(stamp, head.handle(run), None))
+        # A file that cannot be read is named as when it is read alone.
+        self._read_paths([self.runs_dir / names[row] for row in head.problems])
+        return head
+
+    def _keep_recent_states(self) -> bool:
+        """Keep the newest runs' final states kept beside the cache; whether they are believed."""
+        recent = read_recent_final_states(self._cache_path)
+        self._recent_believed = recent is not None
+        if recent:
+            with self._lock:
+                for run_id, (state, ended) in recent.items():
+                    self._states.setdefault(run_id, state)
+                    self._ended.setdefault(run_id, ended)
+        return self._recent_believed
+
+    def _keep_indexed(self, paths: list[Path] | None) -> None:
+        """Keep the records of ``paths`` as the store's index gives them (files read if not).
+
+        ``None``: every file the index lists, and a record kept of a file it does not list is
+        forgotten (the head's, when the head was not the store).
+        """
         try:
             indexed = self.service.store.indexed()
         except Exception:  # the index never stops the watcher: the files are read one by one
-            self._read_paths(paths)
+            self._read_paths(paths if paths is not None else list_records(self.runs_dir))
             return
+        if paths is None:
+            paths = [self.runs_dir / name for name in indexed]
+            with self._lock:
+                gone = [path for path in self._records if path.name not in indexed]
+            self._forget(gone)
         missing: list[Path] = []
         for path in paths:
             run = indexed.get(path.name)
@@ -472,7 +572,6 @@ class RunFollower:
             self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
             self._published = {handle.run_id for handle in handles}
             stored = self._stored
-        self._first_read.set()
         self.on_runs_changed(stored, complete=complete)
 
     # Launch records ---------------------------------------------------------------------------
@@ -489,6 +588,8 @@ class RunFollower:
         every other run. While there are none, their directory is only looked at: records are
         written by a rename, so a new one changes it.
         """
+        from x_tui.compute.operations import read_launches
+
         stamp = _directory_stamp(launches_dir(self.service.store.root))
         with self._lock:
             idle = not self._launches and not self._launch_unreadable
@@ -677,11 +778,21 @@ class RunFollower:
                 self._dirty = True
                 self._kept_at_start = frozenset()
             return
-        for run_id, (state, ended) in kept.items():
-            self._states[run_id] = state
-            self._ended[run_id] = ended
         with self._lock:
+            # A run kept as ended is not polled, though it was kept (from the head) before.
+            for run_id in [run_id for run_id in self._polls if run_id in kept]:
+                del self._polls[run_id]
+            for run_id, (state, ended) in kept.items():
+                self._states.setdefault(run_id, state)
+                self._ended.setdefault(run_id, ended)
             self._kept_at_start = frozenset(kept)
+        if (
+            kept
+            and not self._recent_believed
+            and read_recent_final_states(self._cache_path) is None
+        ):
+            # A cache written without its newest runs beside it: kept for the next start.
+            keep_recent_final_states(self._cache_path, kept)
 
     def _save_final_states(self) -> None:
         # One save at a time, and a caller that finds one under way waits for it to be written

@@ -17,6 +17,7 @@ import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from x_tui.app.deadlines import Deadlines, call_with_deadline
 from x_tui.app.log_spool import LogSpools, SpoolState
@@ -26,7 +27,6 @@ from x_tui.app.submits import (
     SubmitTracker,
     declared_submit_seconds,
 )
-from x_tui.compute import operations, sweep_runs
 from x_tui.compute.backend import (
     Capability,
     ComputeBackend,
@@ -34,13 +34,13 @@ from x_tui.compute.backend import (
     RunState,
     ability,
 )
-from x_tui.compute.operations import JobList, Project, RunPlan
-from x_tui.compute.outputs import OutsideOutputsError, read_output
-from x_tui.compute.run_removal import Removal
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
 from x_tui.compute.worker.errors import ConfigError, UserError
-from x_tui.compute.worker.manifest import MANIFEST_NAME
+
+if TYPE_CHECKING:  # loaded on first use (a project read, a plan, an output): not at start-up
+    from x_tui.compute.operations import JobList, Project, RunPlan
+    from x_tui.compute.run_removal import Removal
 
 
 class Service:
@@ -66,7 +66,7 @@ class Service:
         self.state_dir = state_dir if state_dir is not None else default_state_dir()
         self.store = store if store is not None else RunStore(self.state_dir / "compute" / "runs")
         self.deadlines = deadlines or Deadlines()
-        self._build = build_backend or operations.backend_for
+        self._build = build_backend or _backend_for
         self._backends: dict[tuple[str, str], ComputeBackend] = {}
         self._refused: dict[tuple[str, str], UserError] = {}
         self._lock = threading.Lock()
@@ -89,6 +89,8 @@ class Service:
         Returns:
             The project, with ``problem`` set when its job list is empty for a reason.
         """
+        from x_tui.compute import operations
+
         return operations.open_project(root)
 
     def list_jobs(self, project: Project) -> JobList:
@@ -101,8 +103,10 @@ class Service:
             The jobs that resolve and, for each other one, the reason (empty when the project
             has no configuration: its ``problem`` says why).
         """
+        from x_tui.compute import operations
+
         if project.problem is not None or project.config is None:
-            return JobList()
+            return operations.JobList()
         return operations.list_jobs(project)
 
     def plan(
@@ -128,9 +132,11 @@ class Service:
             UserError: If the job, backend or accelerator cannot be used (the message says why).
             ProviderError: If the backend did not answer within the plan deadline.
         """
+        from x_tui.compute.operations import plan_run
+
         name = backend or (project.config.backend if project.config else None) or "backend"
         return call_with_deadline(
-            lambda: operations.plan_run(project, job, backend=backend, accelerator=accelerator),
+            lambda: plan_run(project, job, backend=backend, accelerator=accelerator),
             seconds=self.deadlines.plan,
             backend=name,
             what="plan",
@@ -217,9 +223,10 @@ class Service:
 
     def read_sweeps(self) -> StoredSweeps:
         """Every recorded sweep, newest first, and each record that cannot be read."""
+        from x_tui.compute.sweep_runs import list_sweeps
         from x_tui.compute.sweeps import SweepStore
 
-        return sweep_runs.list_sweeps(SweepStore(self.sweeps_dir))
+        return list_sweeps(SweepStore(self.sweeps_dir))
 
     def backend(self, handle: RunHandle) -> ComputeBackend:
         """The backend of ``handle``, built from the settings it was submitted with (cached).
@@ -332,7 +339,9 @@ class Service:
             ProviderError: If it did not finish within the fetch deadline.
         """
         backend = self.backend(handle)
-        target = destination if destination is not None else operations.fetch_root()
+        from x_tui.compute.operations import fetch_root
+
+        target = destination if destination is not None else fetch_root()
         return call_with_deadline(
             lambda: backend.fetch(handle, target),
             seconds=self.deadlines.fetch,
@@ -387,6 +396,8 @@ class Service:
             UserError: If the backend cannot be built.
             ProviderError: If the backend did not answer within the peek deadline.
         """
+        from x_tui.compute.outputs import OutsideOutputsError, read_output
+
         files = self.run_files(handle)
         if files is not None:
             try:
@@ -411,6 +422,8 @@ class Service:
         Returns:
             The modification time of its manifest (else its log), or ``None`` for a remote run.
         """
+        from x_tui.compute.worker.manifest import MANIFEST_NAME
+
         try:
             files = self.run_files(handle)
         except UserError:
@@ -452,3 +465,10 @@ class Service:
 def frozen_settings(settings: Mapping[str, object]) -> str:
     """The canonical text of a settings table, the key backends are cached under."""
     return json.dumps(dict(settings), sort_keys=True, default=str)
+
+
+def _backend_for(handle: RunHandle) -> ComputeBackend:
+    """``operations.backend_for`` (its module loaded on the first backend built)."""
+    from x_tui.compute.operations import backend_for
+
+    return backend_for(handle)

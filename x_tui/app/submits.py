@@ -19,11 +19,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from x_tui.compute import operations
-from x_tui.compute.operations import RunPlan
 from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.errors import ProviderError
+
+if TYPE_CHECKING:  # (loaded with the first plan, not at start-up)
+    from x_tui.compute.operations import RunPlan
 
 SUBMIT_GRACE_SECONDS = 60.0
 """Waited beyond a backend's declared submit deadline: its staging before the provider call,
@@ -189,8 +191,10 @@ class SubmitTracker:
         return pending.handle
 
     def _run(self, plan: RunPlan, pending: PendingSubmit) -> None:
+        from x_tui.compute.operations import submit_run
+
         try:
-            pending.handle = operations.submit_run(plan, store=self.store)
+            pending.handle = submit_run(plan, store=self.store)
         except BaseException as error:  # kept for the caller, who raises it as it was
             pending.error = error
         finally:

@@ -25,7 +25,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from x_tui.compute.store_index import INDEX_NAME, HandleFields, IndexedFiles, indexed_runs
+from x_tui.compute.store_index import (
+    HEAD_NAME,
+    INDEX_NAME,
+    HandleFields,
+    IndexedFiles,
+    indexed_head,
+    indexed_runs,
+)
 from x_tui.compute.worker.errors import BadRecordError, RunNotFoundError
 from x_tui.compute.worker.record_files import (
     HANDLE_BYTES,
@@ -358,6 +365,9 @@ class RunListing:
         files: The store's handle files as its index gives them.
         settings: Each file's backend settings (a version 1 handle's filled in), by row.
         problems: Why each file that is not listed in ``runs`` cannot be read, by row.
+        root: The store's directory of handles.
+        total: How many handle files the store holds (more than ``files`` for the index's
+            head, :meth:`RunStore.head`).
     """
 
     runs: tuple[ListedRun, ...]
@@ -365,6 +375,12 @@ class RunListing:
     settings: list[Mapping[str, JsonValue]]
     problems: dict[int, str]
     root: Path
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        """Whether this is every handle file of the store (not only its newest)."""
+        return self.total == len(self.files)
 
     @property
     def unreadable(self) -> dict[Path, str]:
@@ -400,6 +416,8 @@ class RunStore:
         """Where the frozen settings of version 1 handles x-tui wrote are kept."""
         self.index_path = self.root.parent.parent / "x-tui" / INDEX_NAME
         """x-tui's index of the store (:mod:`x_tui.compute.store_index`)."""
+        self.head_path = self.index_path.with_name(HEAD_NAME)
+        """The index's head: its newest rows, written with it."""
         self._origins: dict[str, tuple[RunHandle, SettingsOrigin]] = {}
         """Where the settings of each version 1 handle last listed came from (by the very
         handle object listed)."""
@@ -506,6 +524,26 @@ class RunStore:
         :meth:`read_all`.
         """
         files = indexed_runs(self.root, self.index_path, self._read_fields, _RUN_FILE.fullmatch)
+        return self._listing_of(files, len(files))
+
+    def head(self) -> RunListing | None:
+        """The store's newest runs, from its index's head, when that is believed.
+
+        Reads a few kilobytes (no directory listing, no handle file), so the first screenful of
+        a store of 100,000 runs shows at once; the head is believed only while the runs
+        directory is as it was when the head was made (:func:`indexed_head`).
+
+        Returns:
+            The newest runs (``total`` says how many files the store holds), or ``None`` when
+            there is no head to believe (:meth:`listing` then lists the store).
+        """
+        head = indexed_head(self.root, self.head_path, _RUN_FILE.fullmatch)
+        if head is None:
+            return None
+        return self._listing_of(head.files, head.total)
+
+    def _listing_of(self, files: IndexedFiles, total: int) -> RunListing:
+        """The listing of the files ``files`` of the ``total`` the store holds."""
         count = len(files)
         problems: dict[int, str] = {}
         if files.reasons.count(None) != count:
@@ -529,7 +567,12 @@ class RunStore:
         run_ids = [files.names[row][:-5] for row in readable]
         runs = tuple(map(ListedRun, run_ids, *columns, readable))
         return RunListing(
-            runs=runs, files=files, settings=settings, problems=problems, root=self.root
+            runs=runs,
+            files=files,
+            settings=settings,
+            problems=problems,
+            root=self.root,
+            total=total,
         )
 
     def _fill_version_1(

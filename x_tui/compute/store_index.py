@@ -25,6 +25,14 @@ order: the readable handles newest first, then the unreadable files. So loading 
 object per run beyond its values, it stays within the reader's limit on arrays and objects, its
 order is checked in a few passes in C, and a few files read anew (a run saved since) are put in
 their places by bisection.
+
+Beside the index, each time it is written, ``<state>/x-tui/runs-head.json`` keeps its first
+:data:`HEAD_ROWS` rows (the newest runs) in the same layout, with the count of every file, so
+that a screenful of the newest runs shows from a few kilobytes before the whole index is read.
+The head is believed under the index's rule alone (the runs directory's modified time is the one
+it was made from, and it was made well after it), and read and checked as the index is; a head
+that is not believed is no error (:func:`indexed_head` gives nothing, and the store is listed
+whole).
 """
 
 from __future__ import annotations
@@ -47,6 +55,15 @@ from x_tui.compute.worker.records import RecordError, parse_datetime, write_atom
 
 INDEX_NAME = "runs-index.json"
 """The index's file, in ``<state>/x-tui/``."""
+
+HEAD_NAME = "runs-head.json"
+"""The index's head (its newest rows), in ``<state>/x-tui/``."""
+
+HEAD_ROWS = 100
+"""How many of the index's first rows (the newest runs) its head keeps."""
+
+HEAD_BYTES = 4 << 20
+"""The largest head read (some hundred runs with large details)."""
 
 INDEX_VERSION = 2
 """The layout of the index this release reads and writes (an index of another is made anew)."""
@@ -149,6 +166,59 @@ def is_handle_name(name: str) -> bool:
     return name.endswith(".json") and not name.startswith(".")
 
 
+@dataclass(frozen=True, slots=True)
+class IndexHead:
+    """The newest handle files of a runs directory, as the index's head gives them.
+
+    Attributes:
+        files: The first rows of the listing (see :class:`IndexedFiles`).
+        total: How many handle files the whole listing holds (``len(files)``: the head is all).
+    """
+
+    files: IndexedFiles
+    total: int
+
+    @property
+    def complete(self) -> bool:
+        """Whether the head is every handle file of the directory."""
+        return self.total == len(self.files)
+
+
+def indexed_head(runs_dir: Path, head_path: Path, is_run_file: IsRunFile) -> IndexHead | None:
+    """The newest handle files of ``runs_dir``, from the index's head, when it is believed.
+
+    Believed under the index's rule: the directory's modified time is the one the head was made
+    from, and the head was made well after it. Nothing is read but the head (no directory
+    listing, no handle file).
+
+    Args:
+        runs_dir: The store's directory of handles.
+        head_path: The head's file.
+        is_run_file: Whether a file is named for a run id (a head with an entry of one that is
+            not is not believed).
+
+    Returns:
+        The head; ``None`` when it is missing, cannot be read, is not of this store or is not
+        believed (the store is then listed whole).
+    """
+    try:
+        directory = os.stat(runs_dir)
+    except OSError:
+        return None
+    kept = _load(head_path, runs_dir, is_run_file, max_bytes=HEAD_BYTES)
+    if kept is None:
+        return None
+    dir_mtime, built, complete, files, total = kept
+    if (
+        not complete
+        or dir_mtime != directory.st_mtime_ns
+        or built - dir_mtime < SETTLED_NS
+        or total < len(files)
+    ):
+        return None
+    return IndexHead(files=files, total=total)
+
+
 def indexed_runs(
     runs_dir: Path, index_path: Path, read: ReadFile, is_run_file: IsRunFile
 ) -> IndexedFiles:
@@ -172,8 +242,12 @@ def indexed_runs(
         return _no_files()
     kept = _load(index_path, runs_dir, is_run_file)
     if kept is not None:
-        dir_mtime, built, complete, files = kept
+        dir_mtime, built, complete, files, _ = kept
         if complete and dir_mtime == directory.st_mtime_ns and built - dir_mtime >= SETTLED_NS:
+            head_path = index_path.with_name(HEAD_NAME)
+            if indexed_head(runs_dir, head_path, is_run_file) is None:
+                # (an index made by a release that wrote no head, or a head damaged since)
+                _save_head(head_path, runs_dir, dir_mtime, built, files)
             return files
     else:
         files = _no_files()
@@ -481,7 +555,26 @@ def _is_listing_order(names: list[str], moments: list[dt.datetime | None]) -> bo
 
 
 def _save(path: Path, runs_dir: Path, dir_mtime: int, files: IndexedFiles) -> None:
-    """Write the index (a failure to write is ignored)."""
+    """Write the index, then its head beside it (a failure to write is ignored).
+
+    The head is written after the index and carries the same directory time, so each is
+    believed on its own (a head left from an earlier index is not, once the directory changed).
+    """
+    built = time.time_ns()
+    with contextlib.suppress(OSError):
+        write_atomic(path, _document(runs_dir, dir_mtime, built, files, len(files)))
+        _save_head(path.with_name(HEAD_NAME), runs_dir, dir_mtime, built, files)
+
+
+def _save_head(path: Path, runs_dir: Path, dir_mtime: int, built: int, files: IndexedFiles) -> None:
+    """Write the head of the index of ``files`` (a failure to write is ignored)."""
+    head = _rows_of(files, list(range(min(HEAD_ROWS, len(files)))))
+    with contextlib.suppress(OSError):
+        write_atomic(path, _document(runs_dir, dir_mtime, built, head, len(files)))
+
+
+def _document(runs_dir: Path, dir_mtime: int, built: int, files: IndexedFiles, total: int) -> str:
+    """The text of an index (or of its head: ``files`` its first rows of ``total``)."""
     texts: dict[int, str] = {}  # the JSON text of each settings object, made once
     settings = []
     for value in files.settings:
@@ -493,7 +586,8 @@ def _save(path: Path, runs_dir: Path, dir_mtime: int, files: IndexedFiles) -> No
         "version": INDEX_VERSION,
         "runs_dir": str(runs_dir),
         "dir_mtime_ns": dir_mtime,
-        "built_ns": time.time_ns(),
+        "built_ns": built,
+        "total": total,
         "names": files.names,
         "stamps": files.stamps,
         "reasons": files.reasons,
@@ -506,14 +600,14 @@ def _save(path: Path, runs_dir: Path, dir_mtime: int, files: IndexedFiles) -> No
         "detail_starts": files.detail_starts,
         "details": files.details,
     }
-    with contextlib.suppress(OSError):
-        write_atomic(path, json.dumps(document, separators=(",", ":")) + "\n")
+    return json.dumps(document, separators=(",", ":")) + "\n"
 
 
 def _load(
-    path: Path, runs_dir: Path, is_run_file: IsRunFile
-) -> tuple[int, int, bool, IndexedFiles] | None:
-    """The index's directory time, when it was made, whether every entry held, and its entries.
+    path: Path, runs_dir: Path, is_run_file: IsRunFile, *, max_bytes: int = INDEX_BYTES
+) -> tuple[int, int, bool, IndexedFiles, int] | None:
+    """The index's directory time, when it was made, whether every entry held, its entries, and
+    how many files the whole listing holds (an index's own count, or more for a head).
 
     ``None`` when the index cannot be read, is of another version or store, or a column is not
     a list of values of its type and length (it is made anew). An entry that is not a handle of
@@ -521,7 +615,7 @@ def _load(
     is left out (its file is read again: the index is not complete).
     """
     try:
-        data = read_cache_file(path, max_bytes=INDEX_BYTES)
+        data = read_cache_file(path, max_bytes=max_bytes)
     except (FileNotFoundError, UnreadableRecordError, RecordError):
         return None
     if not isinstance(data, dict) or data.get("version") != INDEX_VERSION:
@@ -529,7 +623,8 @@ def _load(
     if data.get("runs_dir") != str(runs_dir):
         return None
     dir_mtime, built = data.get("dir_mtime_ns"), data.get("built_ns")
-    if type(dir_mtime) is not int or type(built) is not int:
+    total = data.get("total", _NO_TOTAL)
+    if type(dir_mtime) is not int or type(built) is not int or type(total) is not int:
         return None
     columns = {name: data.get(name) for name in _COLUMN_TYPES}
     for name, allowed in _COLUMN_TYPES.items():
@@ -543,6 +638,8 @@ def _load(
     setting_texts: list[str] = columns["settings"]  # type: ignore[assignment]
     starts: list[int] = columns["detail_starts"]  # type: ignore[assignment]
     count = len(names)
+    if total == _NO_TOTAL:  # an index written before the count was kept: it is every file
+        total = count
     if not (
         len(columns["stamps"]) == 3 * count  # type: ignore[arg-type]
         and all(len(columns[name]) == count for name in _PER_FILE)  # type: ignore[arg-type]
@@ -595,8 +692,8 @@ def _load(
     )
     if good is not None and not all(good):
         sound = _rows_of(files, list(itertools.compress(range(count), good)))
-        return dir_mtime, built, False, _in_listing_order(sound)
-    return dir_mtime, built, True, _in_listing_order(files)
+        return dir_mtime, built, False, _in_listing_order(sound), total
+    return dir_mtime, built, True, _in_listing_order(files), total
 
 
 _COLUMN_TYPES: dict[str, set[type]] = {
@@ -613,6 +710,9 @@ _COLUMN_TYPES: dict[str, set[type]] = {
     "details": {str},
 }
 """Each column of the index, with the types its values may have."""
+
+_NO_TOTAL = -1
+"""The count of an index written before it was kept (a count no listing has)."""
 
 _PER_FILE = ("reasons", "versions", "backends", "jobs", "projects", "submitted", "settings")
 """The columns with one value per file (besides ``names``)."""

@@ -14,10 +14,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from x_tui.compute.operations import Project, RunPlan, plan_run, submit_run
 from x_tui.compute.worker.errors import UserError
 
 if TYPE_CHECKING:
+    from x_tui.compute.operations import Project, RunPlan
     from x_tui.compute.store import RunStore
     from x_tui.compute.sweeps import StoredSweeps, Sweep, SweepAxis, SweepStore
 
@@ -68,6 +68,7 @@ def plan_sweep(
             is also one of the job's secrets.
         UserError: Whatever :func:`plan_run` raises.
     """
+    from x_tui.compute.operations import plan_run
     from x_tui.compute.sweeps import SweepError, grid, with_parameters
 
     points = grid(axes)
@@ -110,6 +111,7 @@ def submit_sweep(
     """
     import datetime as dt
 
+    from x_tui.compute.operations import submit_run
     from x_tui.compute.secrets import capture
     from x_tui.compute.sweeps import Sweep, SweepRun, SweepStore, new_sweep_id
 

@@ -15,8 +15,8 @@ untrusted text and goes through ``safe_text``.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
-from typing import ClassVar
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, ClassVar
 
 from rich.text import Text
 from textual.app import ComposeResult
@@ -26,11 +26,13 @@ from textual.message import Message
 from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
-from x_tui.compute.operations import JobList
 from x_tui.compute.worker.errors import UserError
 from x_tui.compute.worker.spec import JobSpec
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds, resources_text
+
+if TYPE_CHECKING:  # the jobs are resolved after the first frame
+    from x_tui.compute.operations import JobList
 
 _MAX_TASKS_SHOWN = 50
 
@@ -78,7 +80,8 @@ class JobBrowser(Vertical):
         """
         super().__init__(id=id, classes=classes)
         self._names: list[str] = []
-        self._jobs = JobList()
+        self._specs: Mapping[str, JobSpec] = {}
+        self._problems: Mapping[str, UserError] = {}
         self._backend: str | None = None
         self._empty_reason: str = ""
 
@@ -119,7 +122,7 @@ class JobBrowser(Vertical):
         previous = self.highlighted_job
         self._names = list(names)
         self._backend = backend
-        self._jobs = JobList()
+        self._specs, self._problems = {}, {}
         self._empty_reason = empty_reason
         options = self.option_list
         options.clear_options()
@@ -137,7 +140,7 @@ class JobBrowser(Vertical):
         Args:
             jobs: The resolved jobs and the problems of the others.
         """
-        self._jobs = jobs
+        self._specs, self._problems = jobs.specs, jobs.problems
         options = self.option_list
         for index, name in enumerate(self._names):
             options.replace_option_prompt_at_index(index, self._prompt(name))
@@ -155,9 +158,9 @@ class JobBrowser(Vertical):
             self.post_message(self.JobChosen(self._names[event.option_index]))
 
     def _prompt(self, name: str) -> Text:
-        if name in self._jobs.problems:
+        if name in self._problems:
             return Text.assemble(("✗ ", "bold red"), safe_text(name, "red"))
-        spec = self._jobs.specs.get(name)
+        spec = self._specs.get(name)
         if spec is None:
             return Text.assemble(("  ", ""), safe_text(name))
         tasks = len(spec.tasks)
@@ -171,8 +174,8 @@ class JobBrowser(Vertical):
         if name is None:
             detail.update(Text(self._empty_reason or "No jobs.", style="dim"))
             return
-        problem = self._jobs.problems.get(name)
-        spec = self._jobs.specs.get(name)
+        problem = self._problems.get(name)
+        spec = self._specs.get(name)
         if problem is not None:
             detail.update(_problem_text(name, problem))
         elif spec is not None:

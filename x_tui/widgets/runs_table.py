@@ -164,6 +164,10 @@ class RunsTable(DataTable[Text]):
         self._sort: str | None = None
         self._descending = True
         self._state_styles: StateStyles | None = None
+        self._laid_out = False
+        """Whether the first frame with the table in it was drawn (before it, a screenful of
+        rows is built rather than a page more)."""
+        self._page_after_frame = False
 
     def on_mount(self) -> None:
         """Add the columns."""
@@ -601,9 +605,23 @@ class RunsTable(DataTable[Text]):
         self._add_pending()
 
     def _wanted(self) -> int:
-        """How many rows should be built: a page past the cursor and the view's bottom."""
-        bottom = int(self.scroll_y) + self.scrollable_content_region.height
+        """How many rows should be built: a page past the cursor and the view's bottom.
+
+        Before the table is laid out, a screenful (the terminal's height): the first frame
+        shows no more, and the page past it is built once that frame is drawn.
+        """
+        height = self.scrollable_content_region.height
+        if height == 0 and self.is_attached and not self._laid_out:
+            if not self._page_after_frame:
+                self._page_after_frame = True
+                self.call_after_refresh(self._first_frame_drawn)
+            return max(self.cursor_row + 1, self.app.size.height)
+        bottom = int(self.scroll_y) + height
         return max(self.cursor_row + 1, bottom) + self._page
+
+    def _first_frame_drawn(self) -> None:
+        self._laid_out = True
+        self._schedule_adding()
 
     def _schedule_adding(self) -> None:
         if (

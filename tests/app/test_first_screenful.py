@@ -1,0 +1,255 @@
+"""The first screenful of a large store: the newest runs, with how they ended, from the store
+index's head and the newest runs' kept final states, before the store is read whole; a head that
+is not the store's any more, or damaged, is not believed, and a run kept as ended is never polled.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+import pytest
+
+from tests.support import DEADLINE, wait_for, wait_until
+from x_tui.app import run_follower
+from x_tui.app.app import XTuiApp
+from x_tui.app.final_states import read_recent_final_states, write_final_states
+from x_tui.app.run_follower import RunFollower
+from x_tui.app.service import Service
+from x_tui.compute.backend import RunState
+from x_tui.compute.store import RunHandle, RunListing, RunStore, StoredRuns
+from x_tui.compute.store_index import HEAD_ROWS
+
+from .conftest import asynchronous, keep_final_states, save_handle
+
+START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+COUNT = HEAD_ROWS + 50
+
+
+def run_id(index: int) -> str:
+    return f"train-{START + dt.timedelta(minutes=index):%Y%m%dT%H%M%SZ}-{index:06x}"
+
+
+def make_store(state: Path) -> list[str]:
+    """``COUNT`` runs as an earlier session left them: listed, index and head made, settled.
+
+    Returns:
+        The run ids, newest first.
+    """
+    for index in range(COUNT):
+        save_handle(
+            state,
+            run_id=run_id(index),
+            job="train",
+            submitted_at=START + dt.timedelta(minutes=index),
+        )
+    store = RunStore(state / "compute" / "runs")
+    past = dt.datetime.now(dt.UTC).timestamp() - 60
+    os.utime(store.root, (past, past))  # the runs were written a quiet minute ago
+    store.read_all()
+    assert store.head() is not None
+    return [run_id(index) for index in reversed(range(COUNT))]
+
+
+class Recording(RunFollower):
+    """A follower that notes each listing it posts, with the states it knew then, and each
+    status call it makes (every run answers ``running``)."""
+
+    def __init__(self, service: Service) -> None:
+        super().__init__(service, first_interval=0.0)
+        self.events: list[tuple[str, bool, list[str], dict[str, RunState | None]]] = []
+        self.complete = threading.Event()
+        self.polled: list[list[str]] = []
+        real_listing = service.store.listing
+
+        def listing() -> RunListing:
+            self.events.append(("store read whole", True, [], {}))
+            return real_listing()
+
+        service.store.listing = listing  # type: ignore[method-assign]
+        service.status = self._status  # type: ignore[method-assign]
+        service.statuses = self._statuses  # type: ignore[method-assign]
+
+    def _status(self, handle: RunHandle) -> RunState:
+        self.polled.append([handle.run_id])
+        return RunState.RUNNING
+
+    def _statuses(self, handles: Sequence[RunHandle]) -> Mapping[str, RunState]:
+        self.polled.append([handle.run_id for handle in handles])
+        return {handle.run_id: RunState.RUNNING for handle in handles}
+
+    def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
+        states, _ = self.known_states()
+        ids = [handle.run_id for handle in stored.handles]
+        self.events.append(("listed", complete, ids, {run: states.get(run) for run in ids}))
+        if complete:
+            self.complete.set()
+
+
+def follow(follower: Recording, *, then: Callable[[], object] = lambda: None) -> None:
+    """Run ``follower`` until it has listed the store whole, and ``then`` (before it stops)."""
+    follower.start()
+    try:
+        assert follower.complete.wait(DEADLINE), "the store was never listed whole"
+        then()
+    finally:
+        follower.stop()
+
+
+def test_the_newest_runs_and_how_they_ended_are_posted_before_the_store_is_read(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    newest_first = make_store(state_dir)
+    ended = {run: (RunState.SUCCEEDED, 5.0) for run in newest_first}
+    write_final_states(state_dir / "x-tui" / "final-states.json", ended)
+    looked: list[object] = []
+    for name in ("listing_names", "read_handle_record"):  # the newest files, without a head
+        real = getattr(run_follower, name)
+        monkeypatch.setattr(
+            run_follower, name, lambda *args, real=real: looked.append(args) or real(*args)
+        )
+    follower = Recording(Service())
+    follow(follower)
+    assert looked == []  # no handle file read, nor the directory listed: the head and the index
+    first, read, last = follower.events[:3]
+    assert first[:3] == ("listed", False, newest_first[:HEAD_ROWS])
+    assert set(first[3].values()) == {RunState.SUCCEEDED}  # each shown as it ended, at once
+    assert read[0] == "store read whole"
+    assert last[:3] == ("listed", True, newest_first)
+    assert follower.polled == []  # every run kept as ended: none asked about
+
+
+def test_a_run_kept_as_ended_is_never_polled_when_the_newest_states_are_not_believed(
+    state_dir: Path,
+) -> None:
+    newest_first = make_store(state_dir)
+    still_running = newest_first[-1]  # an old run, outside the head
+    # The kept states as an earlier release wrote them (no newest runs' file beside them).
+    keep_final_states(
+        state_dir,
+        {run: (RunState.FAILED, 5.0) for run in newest_first if run != still_running},
+    )
+    cache = state_dir / "x-tui" / "final-states.json"
+    assert read_recent_final_states(cache) is None
+    follower = Recording(Service())
+    follow(follower, then=lambda: wait_for(lambda: follower.polled, "the unfinished run polled"))
+    first = follower.events[0]
+    assert first[:3] == ("listed", False, newest_first[:HEAD_ROWS])
+    assert set(first[3].values()) == {None}  # not known yet: the whole cache is read after
+    assert {run for call in follower.polled for run in call} == {still_running}
+    # The newest runs' states are kept beside the cache now, for the next start.
+    recent = read_recent_final_states(cache)
+    assert recent is not None
+    assert set(newest_first[:HEAD_ROWS]) <= set(recent)
+
+
+@pytest.mark.parametrize("damage", ["a run saved after it", "damaged"])
+def test_a_head_that_is_not_believed_still_lists_every_run(
+    state_dir: Path, damage: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    newest_first = make_store(state_dir)
+    old = newest_first[-1]  # ended, and not among the newest runs whose states are kept apart
+    write_final_states(
+        state_dir / "x-tui" / "final-states.json",
+        {run: (RunState.SUCCEEDED, 5.0) for run in newest_first},
+    )
+    store = RunStore(state_dir / "compute" / "runs")
+    if damage == "damaged":
+        store.head_path.write_text('{"version": 2, "names": 7}', encoding="utf-8")
+    else:
+        late = save_handle(
+            state_dir,
+            run_id="train-20270101T000000Z-abcdef",
+            job="train",
+            submitted_at=dt.datetime(2027, 1, 1, tzinfo=dt.UTC),
+        )
+        newest_first.insert(0, late.run_id)
+    follower = Recording(Service())
+    real_read = run_follower.read_final_states
+
+    def read_cache(path: Path) -> object:
+        follower.events.append(("cache read whole", True, [], {}))
+        return real_read(path)
+
+    monkeypatch.setattr(run_follower, "read_final_states", read_cache)
+    if damage == "damaged":
+        follow(follower)
+    else:  # the run saved after the head has no final state kept: it is polled
+        follow(follower, then=lambda: wait_for(lambda: follower.polled, "the late run polled"))
+    first = follower.events[0]
+    assert first[0] == "listed"
+    assert first[2][0] == newest_first[0]
+    # The newest files read one by one, shown as they ended (their states kept apart), before
+    # the whole store (and the whole cache) is read.
+    assert first[3][newest_first[1]] is RunState.SUCCEEDED
+    assert [event[0] for event in follower.events[1:3]] == ["cache read whole", "store read whole"]
+    assert follower.events[-1][:3] == ("listed", True, newest_first)
+    assert follower.known_states()[0][old] is RunState.SUCCEEDED
+    polled = {run for call in follower.polled for run in call}
+    assert polled == (set() if damage == "damaged" else {newest_first[0]})
+
+
+@asynchronous
+async def test_the_runs_table_shows_the_first_screenful_before_the_store_is_read_whole(
+    state_dir: Path,
+) -> None:
+    newest_first = make_store(state_dir)
+    write_final_states(
+        state_dir / "x-tui" / "final-states.json",
+        {run: (RunState.CANCELLED, 5.0) for run in newest_first},
+    )
+    service = Service()
+    release = threading.Event()
+    real_listing = service.store.listing
+
+    def held_listing() -> RunListing:
+        release.wait(DEADLINE)  # the whole store cannot be read until the test says so
+        return real_listing()
+
+    service.store.listing = held_listing  # type: ignore[method-assign]
+    app = XTuiApp(None, service=service, poll=False)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            table = app.main_screen.runs
+            await wait_until(pilot, lambda: table.row_count >= 30, "a screenful of runs")
+            assert table.shown_count == HEAD_ROWS
+            assert table.highlighted_key() == newest_first[0]
+            assert "cancelled" in str(table.get_row(newest_first[0]))
+            release.set()
+            await wait_until(pilot, lambda: table.shown_count == COUNT, "every run")
+    finally:
+        release.set()
+
+
+def test_a_newest_run_still_going_is_polled_before_the_store_is_read_whole(
+    state_dir: Path,
+) -> None:
+    newest_first = make_store(state_dir)
+    going = newest_first[0]
+    write_final_states(
+        state_dir / "x-tui" / "final-states.json",
+        {run: (RunState.SUCCEEDED, 5.0) for run in newest_first if run != going},
+    )
+    follower = Recording(Service())
+    polled = threading.Event()
+    real_listing = follower.service.store.listing
+    real_statuses = follower._statuses
+
+    def statuses(handles: Sequence[RunHandle]) -> Mapping[str, RunState]:
+        polled.set()
+        return real_statuses(handles)
+
+    def listing() -> RunListing:
+        # The whole store is read only once the run still going was asked about.
+        follower.events.append(("poll seen" if polled.wait(DEADLINE) else "no poll", True, [], {}))
+        return real_listing()
+
+    follower.service.statuses = statuses  # type: ignore[method-assign]
+    follower.service.status = lambda handle: statuses([handle])[handle.run_id]  # type: ignore[method-assign]
+    follower.service.store.listing = listing  # type: ignore[method-assign]
+    follow(follower)
+    assert ("poll seen", True, [], {}) in follower.events
+    assert {run for call in follower.polled for run in call} == {going}

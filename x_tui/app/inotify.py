@@ -90,10 +90,18 @@ class Inotify:
             raise OSError(error, f"cannot watch {directory}: {os.strerror(error)}")
         self._directories[number] = directory
 
-    def wait(self, seconds: float) -> bool:
-        """Whether something changed within ``seconds`` (without reading it)."""
-        ready, _, _ = select.select([self._descriptor], [], [], max(0.0, seconds))
-        return bool(ready)
+    def wait(self, seconds: float | None, *, interrupt: int | None = None) -> bool:
+        """Whether something changed within ``seconds`` (without reading it).
+
+        Args:
+            seconds: How long to wait at most; ``None`` waits until something changes.
+            interrupt: A descriptor (the read end of a pipe) that ends the wait, unread, once
+                it is readable.
+        """
+        watched = [self._descriptor] if interrupt is None else [self._descriptor, interrupt]
+        timeout = None if seconds is None else max(0.0, seconds)
+        ready, _, _ = select.select(watched, [], [], timeout)
+        return self._descriptor in ready
 
     def read(self) -> Changes:
         """What changed since the last read (nothing, if nothing did)."""

@@ -18,9 +18,10 @@ with it:
   is kept in ``<state>/x-tui/final-states.json`` (:mod:`x_tui.app.final_states`) and that run is
   never polled again, in this session or the next.
 
-A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second (while there
-are none, it only looks whether their directory changed): a run still being submitted is listed
-``submitting``, one whose submitter died before it started ``failed``.
+A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second while there are
+some (while there are none, it sleeps until their directory changes, where inotify tells it, else
+looks whether it changed each second): a run still being submitted is listed ``submitting``, one
+whose submitter died before it started ``failed``.
 
 No thread touches a widget, and this module imports no Textual: what the threads learn goes to the
 ``on_*`` hooks, which do nothing here. The TUI's :class:`~x_tui.app.monitor.RunMonitor` turns them
@@ -41,6 +42,7 @@ from pathlib import Path
 from x_tui.app.deadlines import DeadlinePassed
 from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import keep_final_states, read_final_states
+from x_tui.app.inotify import Inotify, open_inotify
 from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
@@ -58,7 +60,12 @@ FIRST_PAUSE = 0.1
 """Seconds the first read waits, after posting the newest records, before reading the rest."""
 
 LAUNCH_SECONDS = 1.0
-"""How often the launch records (runs whose submit has not finished) are read."""
+"""How often the launch records (runs whose submit has not finished) are read while there are
+some."""
+
+LAUNCH_WRITE_SECONDS = 0.05
+"""How long after their directory changed the launch records are read (a record is written to a
+temporary file first, then renamed into place)."""
 
 SETTLED_SECONDS = 2.0
 """How long a directory must have been still for its modification time to vouch for it."""
@@ -161,6 +168,9 @@ class RunFollower:
         self._save_lock = threading.Lock()
         self._pyproject_stamp: Stamp | None = None
         self._launch_stamp: tuple[int, int] | None = _UNSET
+        self._launch_wake_lock = threading.Lock()
+        self._launch_wake: int | None = None
+        """The write end of the pipe that ends the launch thread's wait (while it waits)."""
 
     # Public API -------------------------------------------------------------------------------
 
@@ -254,6 +264,10 @@ class RunFollower:
         """
         self._stop.set()
         self._wake.set()
+        with self._launch_wake_lock:
+            if self._launch_wake is not None:
+                with contextlib.suppress(OSError):
+                    os.write(self._launch_wake, b"\0")
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._save_final_states()
 
@@ -478,8 +492,45 @@ class RunFollower:
     # Launch records ---------------------------------------------------------------------------
 
     def _launch_loop(self) -> None:
-        while not self._stop.wait(LAUNCH_SECONDS):
-            self._read_launches()
+        """Read the launch records each :data:`LAUNCH_SECONDS` while there are some (a
+        submitter may die); while there are none, sleep until their directory changes (where
+        inotify tells it, else look at it each :data:`LAUNCH_SECONDS`)."""
+        directory = launches_dir(self.service.store.root)
+        with contextlib.suppress(OSError):
+            directory.mkdir(parents=True, exist_ok=True)
+        notify = _watch_directory(directory)
+        if notify is None:
+            while not self._stop.wait(LAUNCH_SECONDS):
+                self._read_launches()
+            return
+        wake_read, wake_write = os.pipe()
+        with self._launch_wake_lock:
+            self._launch_wake = wake_write
+        try:
+            # Watched before the first read: a record written meanwhile wakes the next wait.
+            wait = LAUNCH_SECONDS
+            while not self._stop.wait(wait):
+                self._read_launches()
+                wait = LAUNCH_SECONDS
+                with self._lock:
+                    idle = not self._launches and not self._launch_unreadable
+                # The stamp is kept once the directory has been still a while: until then it
+                # is looked at each second, as a coarse clock could hide a change.
+                while idle and self._launch_stamp != _UNSET and not self._stop.is_set():
+                    if notify.wait(None, interrupt=wake_read):
+                        if notify.read().gone:
+                            raise OSError(f"{directory} went away")
+                        wait = LAUNCH_WRITE_SECONDS
+                        break
+        except OSError:  # the directory went away: looked at each second from now on
+            while not self._stop.wait(LAUNCH_SECONDS):
+                self._read_launches()
+        finally:
+            with self._launch_wake_lock:
+                self._launch_wake = None
+                os.close(wake_write)
+            os.close(wake_read)
+            notify.close()
 
     def _read_launches(self) -> None:
         """Resolve the launch records (adopting a dead submitter's run) and show the rest.
@@ -708,6 +759,22 @@ def _directory_stamp(directory: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_ino, info.st_mtime_ns
+
+
+def _watch_directory(directory: Path) -> Inotify | None:
+    """An inotify watch on ``directory``'s entries; ``None`` where there is none to have."""
+    try:
+        notify = open_inotify()
+    except OSError:
+        return None
+    if notify is None:
+        return None
+    try:
+        notify.watch(directory)
+    except OSError:
+        notify.close()
+        return None
+    return notify
 
 
 def _group(handle: RunHandle) -> tuple[str, str]:

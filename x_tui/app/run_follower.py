@@ -42,7 +42,7 @@ from pathlib import Path
 from x_tui.app.deadlines import DeadlinePassed
 from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import keep_final_states, read_final_states
-from x_tui.app.inotify import Inotify, open_inotify
+from x_tui.app.inotify import Inotify, Interrupt, open_inotify
 from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
@@ -168,9 +168,9 @@ class RunFollower:
         self._save_lock = threading.Lock()
         self._pyproject_stamp: Stamp | None = None
         self._launch_stamp: tuple[int, int] | None = _UNSET
-        self._launch_wake_lock = threading.Lock()
-        self._launch_wake: int | None = None
-        """The write end of the pipe that ends the launch thread's wait (while it waits)."""
+        self._interrupts_lock = threading.Lock()
+        self._interrupts: list[Interrupt] = []
+        """What ends the waits of the threads asleep on inotify (set by :meth:`stop`)."""
 
     # Public API -------------------------------------------------------------------------------
 
@@ -264,10 +264,9 @@ class RunFollower:
         """
         self._stop.set()
         self._wake.set()
-        with self._launch_wake_lock:
-            if self._launch_wake is not None:
-                with contextlib.suppress(OSError):
-                    os.write(self._launch_wake, b"\0")
+        with self._interrupts_lock:
+            for interrupt in self._interrupts:
+                interrupt.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._save_final_states()
 
@@ -326,18 +325,23 @@ class RunFollower:
                 directory.mkdir(parents=True, exist_ok=True)
         self._read_sweeps()
         self._initial_scan()
-        watch(
-            Watched(
-                runs_dir=self.runs_dir,
-                sweeps_dir=self.service.sweeps_dir,
-                pyproject=self.project / PYPROJECT if self.project is not None else None,
-                runs_changed=self._runs_changed,
-                sweeps_changed=self._read_sweeps,
-                project_changed=self._project_changed,
-                pyproject_stamp=self._pyproject_stamp,
-            ),
-            self._stop,
-        )
+        interrupt = self._interrupt()
+        try:
+            watch(
+                Watched(
+                    runs_dir=self.runs_dir,
+                    sweeps_dir=self.service.sweeps_dir,
+                    pyproject=self.project / PYPROJECT if self.project is not None else None,
+                    runs_changed=self._runs_changed,
+                    sweeps_changed=self._read_sweeps,
+                    project_changed=self._project_changed,
+                    pyproject_stamp=self._pyproject_stamp,
+                ),
+                self._stop,
+                interrupt=interrupt,
+            )
+        finally:
+            interrupt.close()
 
     def _runs_changed(self, paths: Iterable[Path] | None) -> None:
         if paths is None:
@@ -489,6 +493,15 @@ class RunFollower:
         self._first_read.set()
         self.on_runs_changed(stored, complete=complete)
 
+    def _interrupt(self) -> Interrupt:
+        """A new interrupt, set by :meth:`stop` (closed by the thread that waits on it)."""
+        interrupt = Interrupt()
+        with self._interrupts_lock:
+            self._interrupts.append(interrupt)
+            if self._stop.is_set():
+                interrupt.set()
+        return interrupt
+
     # Launch records ---------------------------------------------------------------------------
 
     def _launch_loop(self) -> None:
@@ -503,9 +516,7 @@ class RunFollower:
             while not self._stop.wait(LAUNCH_SECONDS):
                 self._read_launches()
             return
-        wake_read, wake_write = os.pipe()
-        with self._launch_wake_lock:
-            self._launch_wake = wake_write
+        interrupt = self._interrupt()
         try:
             # Watched before the first read: a record written meanwhile wakes the next wait.
             wait = LAUNCH_SECONDS
@@ -517,7 +528,7 @@ class RunFollower:
                 # The stamp is kept once the directory has been still a while: until then it
                 # is looked at each second, as a coarse clock could hide a change.
                 while idle and self._launch_stamp != _UNSET and not self._stop.is_set():
-                    if notify.wait(None, interrupt=wake_read):
+                    if notify.wait(None, interrupt=interrupt):
                         if notify.read().gone:
                             raise OSError(f"{directory} went away")
                         wait = LAUNCH_WRITE_SECONDS
@@ -526,10 +537,7 @@ class RunFollower:
             while not self._stop.wait(LAUNCH_SECONDS):
                 self._read_launches()
         finally:
-            with self._launch_wake_lock:
-                self._launch_wake = None
-                os.close(wake_write)
-            os.close(wake_read)
+            interrupt.close()
             notify.close()
 
     def _read_launches(self) -> None:

@@ -16,6 +16,7 @@ import pytest
 from tests.support import DEADLINE
 from x_tui.app import file_watch
 from x_tui.app.file_watch import Watched, watch
+from x_tui.app.inotify import Inotify, Interrupt
 from x_tui.app.run_records import stamp_of
 
 
@@ -147,3 +148,53 @@ def test_a_removed_store_directory_is_read_again_by_polling(
     # The new directory is not watched by name: it is read whole, again and again.
     running.next(lambda item: item == ("runs", None), "a read of the whole store")
     running.next(lambda item: item == ("runs", None), "another read of the whole store")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+def test_an_interrupted_watch_sleeps_until_a_change_and_stops_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Without an interrupt it would wake each STOP_SECONDS to see whether to stop.
+    monkeypatch.setattr(file_watch, "STOP_SECONDS", 1000.0)
+    monkeypatch.setattr(file_watch, "FIRST_QUIET_SECONDS", 0.05)
+    waits: list[float | None] = []
+    real_wait = Inotify.wait
+
+    def counted(
+        self: Inotify, seconds: float | None, *, interrupt: Interrupt | None = None
+    ) -> bool:
+        waits.append(seconds)
+        return real_wait(self, seconds, interrupt=interrupt)
+
+    monkeypatch.setattr(Inotify, "wait", counted)
+    for name in ("runs", "sweeps", "project"):
+        (tmp_path / name).mkdir()
+    told: queue.Queue[tuple[str, object]] = queue.Queue()
+    watched = Watched(
+        runs_dir=tmp_path / "runs",
+        sweeps_dir=tmp_path / "sweeps",
+        pyproject=None,
+        runs_changed=lambda paths: told.put(("runs", None if paths is None else set(paths))),
+        sweeps_changed=lambda: None,
+        project_changed=lambda: None,
+    )
+    stop, interrupt = threading.Event(), Interrupt()
+    thread = threading.Thread(
+        target=watch, args=(watched, stop), kwargs={"interrupt": interrupt}, daemon=True
+    )
+    thread.start()
+    try:
+        assert told.get(timeout=DEADLINE) == ("runs", None)  # the first quiet read
+        record = tmp_path / "runs" / "r.json"
+        record.write_text("{}", encoding="utf-8")
+        item = told.get(timeout=DEADLINE)
+        assert item == ("runs", {record})
+        # Asleep with no deadline between changes: neither the time nor a stop check wakes it.
+        assert None in waits
+        assert 1000.0 not in waits
+    finally:
+        stop.set()
+        interrupt.set()
+        thread.join(DEADLINE)
+        interrupt.close()
+    assert not thread.is_alive(), "the interrupted watch did not stop"

@@ -298,11 +298,28 @@ def test_a_backend_that_cannot_batch_is_asked_once_per_run(state_dir: Path, inbo
     assert sorted(backend.singles) == sorted(run_ids)
 
 
+def _launch_record(tmp_path: Path) -> LaunchRecord:
+    """A launch record whose submitter (this process) lives: its run reads ``submitting``."""
+    return LaunchRecord(
+        run_id="alive-20261201T120000Z-aaaaaa",
+        backend="local",
+        job="alive",
+        project=str(tmp_path),
+        submitted_at=dt.datetime.now(dt.UTC),
+        settings={"python": sys.executable},
+        submitter_pid=os.getpid(),
+        submitter_start=process_start(os.getpid()) or "",
+    )
+
+
+@pytest.mark.parametrize("inotify", [True, False], ids=["inotify", "no-inotify"])
 def test_launch_records_are_read_only_once_their_directory_changes(
-    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, inotify: bool
 ) -> None:
     monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 0.02)
     monkeypatch.setattr(run_follower, "SETTLED_SECONDS", 0.0)
+    if not inotify:  # another system: the directory is looked at each LAUNCH_SECONDS
+        monkeypatch.setattr(run_follower, "open_inotify", lambda: None)
     looks: list[object] = []
     reads: list[object] = []
     real_stamp, real_read = run_follower._directory_stamp, operations.read_launches
@@ -326,27 +343,64 @@ def test_launch_records_are_read_only_once_their_directory_changes(
     follower = Follower(Service())
     follower.start()
     try:
-        wait_for(lambda: len(looks) >= 10, "ten looks at the launch records")
+        wait_for(lambda: len(reads) == 1, "the first read of the launch records")
+        if inotify:
+            # Nothing to read, and nothing changed: not even looked at (each look was a wake-up).
+            looked_then = len(looks)
+            time.sleep(0.5)
+            assert len(looks) == looked_then
+        else:
+            wait_for(lambda: len(looks) >= 10, "ten looks at the launch records")
         assert len(reads) == 1  # no records, and their directory unchanged: not read again
-        run_id = "alive-20261201T120000Z-aaaaaa"
-        LaunchBook(RunStore()).write(
-            LaunchRecord(
-                run_id=run_id,
-                backend="local",
-                job="alive",
-                project=str(tmp_path),
-                submitted_at=dt.datetime.now(dt.UTC),
-                settings={"python": sys.executable},
-                submitter_pid=os.getpid(),
-                submitter_start=process_start(os.getpid()) or "",
-            )
-        )
-        assert told.get(timeout=DEADLINE) == (run_id, RunState.SUBMITTING)
+        record = _launch_record(tmp_path)
+        LaunchBook(RunStore()).write(record)
+        assert told.get(timeout=DEADLINE) == (record.run_id, RunState.SUBMITTING)
         looked_then = len(looks)
         wait_for(lambda: len(looks) >= looked_then + 5, "five more looks")
         assert len(reads) >= 5  # a record is there: read at every look, as its submitter may die
     finally:
         follower.stop()
+    for thread in follower._threads:
+        thread.join(timeout=DEADLINE)
+        assert not thread.is_alive(), f"{thread.name} did not stop"
+
+
+def test_a_launch_record_is_told_without_waiting_for_the_next_look(
+    state_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Looks a thousand seconds apart: only the directory's change can bring the record in time.
+    monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 1000.0)
+    monkeypatch.setattr(run_follower, "SETTLED_SECONDS", 0.0)
+    told: queue.Queue[tuple[str, RunState]] = queue.Queue()
+    reads: list[object] = []
+    real_read = run_follower.read_launches
+
+    def read(store: RunStore) -> StoredLaunches:
+        reads.append(store)
+        return real_read(store)
+
+    monkeypatch.setattr(run_follower, "read_launches", read)
+
+    class Follower(RunFollower):
+        def on_launch_state(self, run_id: str, state: RunState) -> None:
+            told.put((run_id, state))
+
+    follower = Follower(Service())
+    # The first read comes only after a first wait: a record already there is not read either.
+    monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 0.02)
+    follower.start()
+    try:
+        wait_for(lambda: len(reads) == 1, "the first read of the launch records")
+        monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 1000.0)
+        time.sleep(0.1)  # the follower sleeps on the directory now
+        record = _launch_record(tmp_path)
+        LaunchBook(RunStore()).write(record)
+        assert told.get(timeout=DEADLINE) == (record.run_id, RunState.SUBMITTING)
+    finally:
+        follower.stop()
+    for thread in follower._threads:  # the sleeping launch thread is woken to stop
+        thread.join(timeout=DEADLINE)
+        assert not thread.is_alive(), f"{thread.name} did not stop"
 
 
 def test_only_unfinished_runs_are_listed_as_unfinished(

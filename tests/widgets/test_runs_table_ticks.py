@@ -10,6 +10,7 @@ from textual.app import App, ComposeResult
 
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.widgets.run_cells import COARSE_GATHER, RedrawQueue
 from x_tui.widgets.runs_table import RunsTable
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
@@ -94,3 +95,30 @@ def test_running_rows_show_each_second_and_finished_rows_stay_as_drawn() -> None
             assert row("also").count("7s") == 2
 
     asyncio.run(scenario())
+
+
+def test_rows_whose_minutes_turn_within_seconds_of_each_other_are_redrawn_together() -> None:
+    # Three runs submitted 1.3 s apart (a sweep, a script): each one's age turns 2m on its own
+    # second, and each used to cost a redraw of its own.
+    for tenth in range(100):
+        start = 1000.0 + tenth / 10
+        queue = RedrawQueue()
+        offsets = {"a": 0.0, "b": 1.3, "c": 2.6}
+        for key, offset in offsets.items():
+            queue.schedule(key, start + offset, start + 100.0, fine=True)
+        redraws: list[list[str]] = []
+        while (due := queue.first_due()) is not None:
+            assert queue.pop_due(due - 0.001) == []
+            keys = queue.pop_due(due)
+            for key in keys:  # its text turns now, at most a little late
+                assert 0 <= due - (start + offsets[key] + 120.0) <= COARSE_GATHER
+            redraws.append(keys)
+        assert sorted(key for keys in redraws for key in keys) == ["a", "b", "c"]
+        assert len(redraws) <= 2, redraws  # together, or split once by the clock's grid
+        if start % COARSE_GATHER == 0.5:
+            assert len(redraws) == 1
+    # Within the first minute every second shows, on time.
+    queue = RedrawQueue()
+    queue.schedule("young", 1000.0, 1010.2, fine=False)
+    assert queue.first_due() == 1011.0
+    assert queue.pop_due(1011.0) == ["young"]

@@ -165,6 +165,12 @@ class XTuiApp(AppContext):
         if keeper is not None:
             keeper.stop()
 
+    async def on_event(self, event: events.Event) -> None:
+        """Tell the view keeper of every key, click and scroll (the view may change after one)."""
+        if isinstance(event, events.InputEvent) and self.view_keeper is not None:
+            self.view_keeper.view_may_change()
+        await super().on_event(event)
+
     def on_resize(self, event: events.Resize) -> None:
         """Cover the screens while the terminal is too small for them; uncover them after."""
         self._fit(event.size)

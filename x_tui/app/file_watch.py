@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from x_tui.app.inotify import MAX_PATHS, Changes, open_inotify
+from x_tui.app.inotify import MAX_PATHS, Changes, Interrupt, open_inotify
 from x_tui.app.run_records import Stamp, stamp_of
 
 POLL_SECONDS = 2.0
@@ -30,7 +30,8 @@ GATHER_SECONDS = 0.4
 """Changes are told at the latest this long after the first of them."""
 
 STOP_SECONDS = 1.0
-"""How soon an inotify watch sees that it was asked to stop (its only wake-up while idle)."""
+"""How soon an inotify watch without an interrupt sees that it was asked to stop (its only
+wake-up while idle)."""
 
 FIRST_QUIET_SECONDS = 2.0
 """Once this long passed quietly after the watch began, everything is read again once (records
@@ -62,15 +63,17 @@ class Watched:
     pyproject_stamp: Stamp | None = None
 
 
-def watch(watched: Watched, stop: threading.Event) -> None:
+def watch(watched: Watched, stop: threading.Event, *, interrupt: Interrupt | None = None) -> None:
     """Call ``watched``'s callbacks as things change, until ``stop`` is set.
 
     Args:
         watched: What to watch and whom to tell.
         stop: Ends the watch (within :data:`STOP_SECONDS` with inotify, else about two seconds).
+        interrupt: Set after ``stop``, ends an inotify watch at once; with it, the watching
+            thread does not wake at all while nothing changes.
     """
     try:
-        if not _inotified(watched, stop):
+        if not _inotified(watched, stop, interrupt):
             _notified(watched, stop)
     except OSError:
         _polled(watched, stop)
@@ -92,7 +95,7 @@ def _directories(watched: Watched) -> list[Path]:
     return [watched.runs_dir, watched.sweeps_dir] + ([project] if project is not None else [])
 
 
-def _inotified(watched: Watched, stop: threading.Event) -> bool:
+def _inotified(watched: Watched, stop: threading.Event, interrupt: Interrupt | None) -> bool:
     """Watch with inotify until ``stop``; ``False`` at once where there is none.
 
     Raises:
@@ -107,7 +110,11 @@ def _inotified(watched: Watched, stop: threading.Event) -> bool:
         _tell_edited_project(watched)
         quiet_until: float | None = time.monotonic() + FIRST_QUIET_SECONDS
         while not stop.is_set():
-            if not notify.wait(STOP_SECONDS):
+            if quiet_until is not None:
+                wait: float | None = min(STOP_SECONDS, max(0.0, quiet_until - time.monotonic()))
+            else:
+                wait = STOP_SECONDS if interrupt is None else None
+            if not notify.wait(wait, interrupt=interrupt):
                 if quiet_until is not None and time.monotonic() >= quiet_until:
                     quiet_until = None
                     watched.sweeps_changed()

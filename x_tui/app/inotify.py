@@ -13,6 +13,7 @@ import os
 import select
 import struct
 import sys
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,6 +68,35 @@ class Changes:
     gone: bool = False
 
 
+class Interrupt:
+    """Ends an :meth:`Inotify.wait` from another thread (so a watching thread can sleep until
+    something changes, and still stop at once): a pipe, written once set."""
+
+    def __init__(self) -> None:
+        """A new pipe, not set."""
+        self._read, self._write = os.pipe()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def fileno(self) -> int:
+        """The descriptor that becomes readable once set."""
+        return self._read
+
+    def set(self) -> None:
+        """End every wait on it, now and from now on (nothing once closed)."""
+        with self._lock:
+            if not self._closed:
+                os.write(self._write, b"\0")
+
+    def close(self) -> None:
+        """Close the pipe (by the thread that waits on it, once it no longer does)."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                os.close(self._read)
+                os.close(self._write)
+
+
 class Inotify:
     """An inotify descriptor watching some directories."""
 
@@ -90,10 +120,19 @@ class Inotify:
             raise OSError(error, f"cannot watch {directory}: {os.strerror(error)}")
         self._directories[number] = directory
 
-    def wait(self, seconds: float) -> bool:
-        """Whether something changed within ``seconds`` (without reading it)."""
-        ready, _, _ = select.select([self._descriptor], [], [], max(0.0, seconds))
-        return bool(ready)
+    def wait(self, seconds: float | None, *, interrupt: Interrupt | None = None) -> bool:
+        """Whether something changed within ``seconds`` (without reading it).
+
+        Args:
+            seconds: How long to wait at most; ``None`` waits until something changes.
+            interrupt: Ends the wait once it is set.
+        """
+        watched = [self._descriptor]
+        if interrupt is not None:
+            watched.append(interrupt.fileno())
+        timeout = None if seconds is None else max(0.0, seconds)
+        ready, _, _ = select.select(watched, [], [], timeout)
+        return self._descriptor in ready
 
     def read(self) -> Changes:
         """What changed since the last read (nothing, if nothing did)."""

@@ -20,9 +20,10 @@ with it:
   is kept in ``<state>/x-tui/final-states.json`` (:mod:`x_tui.app.final_states`) and that run is
   never polled again, in this session or the next.
 
-A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second (while there
-are none, it only looks whether their directory changed): a run still being submitted is listed
-``submitting``, one whose submitter died before it started ``failed``.
+A third thread reads the launch records (:mod:`x_tui.compute.launches`) every second while there are
+some (while there are none, it sleeps until their directory changes, where inotify tells it, else
+looks whether it changed each second): a run still being submitted is listed ``submitting``, one
+whose submitter died before it started ``failed``.
 
 No thread touches a widget, and this module imports no Textual: what the threads learn goes to the
 ``on_*`` hooks, which do nothing here. The TUI's :class:`~x_tui.app.monitor.RunMonitor` turns them
@@ -49,6 +50,7 @@ from x_tui.app.final_states import (
     read_final_states,
     read_recent_final_states,
 )
+from x_tui.app.inotify import Inotify, Interrupt, open_inotify
 from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
@@ -69,7 +71,12 @@ FIRST_PAUSE = 0.1
 (unless told sooner that they are shown, :meth:`RunFollower.first_shown`)."""
 
 LAUNCH_SECONDS = 1.0
-"""How often the launch records (runs whose submit has not finished) are read."""
+"""How often the launch records (runs whose submit has not finished) are read while there are
+some."""
+
+LAUNCH_WRITE_SECONDS = 0.05
+"""How long after their directory changed the launch records are read (a record is written to a
+temporary file first, then renamed into place)."""
 
 SETTLED_SECONDS = 2.0
 """How long a directory must have been still for its modification time to vouch for it."""
@@ -181,6 +188,9 @@ class RunFollower:
         self._launch_stamp: tuple[int, int] | None = _UNSET
         self._recent_believed = False
         """Whether the newest runs' final states kept beside the cache were read and believed."""
+        self._interrupts_lock = threading.Lock()
+        self._interrupts: list[Interrupt] = []
+        """What ends the waits of the threads asleep on inotify (set by :meth:`stop`)."""
 
     # Public API -------------------------------------------------------------------------------
 
@@ -275,6 +285,9 @@ class RunFollower:
         self._stop.set()
         self._wake.set()
         self._shown.set()
+        with self._interrupts_lock:
+            for interrupt in self._interrupts:
+                interrupt.set()
         self._pool.shutdown(wait=False, cancel_futures=True)
         self._save_final_states()
 
@@ -338,18 +351,23 @@ class RunFollower:
                 directory.mkdir(parents=True, exist_ok=True)
         self._read_sweeps()
         self._initial_scan()
-        watch(
-            Watched(
-                runs_dir=self.runs_dir,
-                sweeps_dir=self.service.sweeps_dir,
-                pyproject=self.project / PYPROJECT if self.project is not None else None,
-                runs_changed=self._runs_changed,
-                sweeps_changed=self._read_sweeps,
-                project_changed=self._project_changed,
-                pyproject_stamp=self._pyproject_stamp,
-            ),
-            self._stop,
-        )
+        interrupt = self._interrupt()
+        try:
+            watch(
+                Watched(
+                    runs_dir=self.runs_dir,
+                    sweeps_dir=self.service.sweeps_dir,
+                    pyproject=self.project / PYPROJECT if self.project is not None else None,
+                    runs_changed=self._runs_changed,
+                    sweeps_changed=self._read_sweeps,
+                    project_changed=self._project_changed,
+                    pyproject_stamp=self._pyproject_stamp,
+                ),
+                self._stop,
+                interrupt=interrupt,
+            )
+        finally:
+            interrupt.close()
 
     def _runs_changed(self, paths: Iterable[Path] | None) -> None:
         if paths is None:
@@ -574,11 +592,52 @@ class RunFollower:
             stored = self._stored
         self.on_runs_changed(stored, complete=complete)
 
+    def _interrupt(self) -> Interrupt:
+        """A new interrupt, set by :meth:`stop` (closed by the thread that waits on it)."""
+        interrupt = Interrupt()
+        with self._interrupts_lock:
+            self._interrupts.append(interrupt)
+            if self._stop.is_set():
+                interrupt.set()
+        return interrupt
+
     # Launch records ---------------------------------------------------------------------------
 
     def _launch_loop(self) -> None:
-        while not self._stop.wait(LAUNCH_SECONDS):
-            self._read_launches()
+        """Read the launch records each :data:`LAUNCH_SECONDS` while there are some (a
+        submitter may die); while there are none, sleep until their directory changes (where
+        inotify tells it, else look at it each :data:`LAUNCH_SECONDS`)."""
+        directory = launches_dir(self.service.store.root)
+        with contextlib.suppress(OSError):
+            directory.mkdir(parents=True, exist_ok=True)
+        notify = _watch_directory(directory)
+        if notify is None:
+            while not self._stop.wait(LAUNCH_SECONDS):
+                self._read_launches()
+            return
+        interrupt = self._interrupt()
+        try:
+            # Watched before the first read: a record written meanwhile wakes the next wait.
+            wait = LAUNCH_SECONDS
+            while not self._stop.wait(wait):
+                self._read_launches()
+                wait = LAUNCH_SECONDS
+                with self._lock:
+                    idle = not self._launches and not self._launch_unreadable
+                # The stamp is kept once the directory has been still a while: until then it
+                # is looked at each second, as a coarse clock could hide a change.
+                while idle and self._launch_stamp != _UNSET and not self._stop.is_set():
+                    if notify.wait(None, interrupt=interrupt):
+                        if notify.read().gone:
+                            raise OSError(f"{directory} went away")
+                        wait = LAUNCH_WRITE_SECONDS
+                        break
+        except OSError:  # the directory went away: looked at each second from now on
+            while not self._stop.wait(LAUNCH_SECONDS):
+                self._read_launches()
+        finally:
+            interrupt.close()
+            notify.close()
 
     def _read_launches(self) -> None:
         """Resolve the launch records (adopting a dead submitter's run) and show the rest.
@@ -819,6 +878,22 @@ def _directory_stamp(directory: Path) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_ino, info.st_mtime_ns
+
+
+def _watch_directory(directory: Path) -> Inotify | None:
+    """An inotify watch on ``directory``'s entries; ``None`` where there is none to have."""
+    try:
+        notify = open_inotify()
+    except OSError:
+        return None
+    if notify is None:
+        return None
+    try:
+        notify.watch(directory)
+    except OSError:
+        notify.close()
+        return None
+    return notify
 
 
 def _group(handle: RunHandle) -> tuple[str, str]:

@@ -1,13 +1,20 @@
 """Keeping the user's place across sessions, and saying what happened while they were away.
 
-Twice a second the app's view is compared with the one last written: the main screen's (its pane
-in front, runs filter and highlighted run) and, when a run screen is open, that screen's (the run,
-its tab, the combined log's top line, filter and search), whatever modal screen is in front of
-them. A change is written to ``<state>/x-tui/view.json`` (:mod:`x_tui.app.view_state`) at once,
-and an unchanged view every :data:`SEEN_EVERY` seconds, so the file always says when the user last
-looked. A session killed without warning (SIGHUP when the SSH link drops) has written where it
-was at most half a second before. Nothing is written until the last view is reopened, so a
-session that ends early leaves the place it was given.
+Twice a second, while the view may be changing, it is compared with the one last written: the main
+screen's (its pane in front, runs filter and highlighted run) and, when a run screen is open, that
+screen's (the run, its tab, the combined log's top line, filter and search), whatever modal screen
+is in front of them. A change is written to ``<state>/x-tui/view.json``
+(:mod:`x_tui.app.view_state`) at once, and an unchanged view every :data:`SEEN_EVERY` seconds, so
+the file always says when the user last looked. A session killed without warning (SIGHUP when the
+SSH link drops) has written where it was at most half a second before.
+Nothing is written until the last view is reopened, so a session that ends early leaves the place
+it was given.
+
+The view may be changing while the last one is being reopened, while any screen is above the main
+screen (a followed log moves by itself), and for :data:`SETTLE_SECONDS` after a key, a click or a
+scroll (the app calls :meth:`ViewKeeper.view_may_change`), a screen pushed or popped, or a monitor
+event (a run listed, ended or re-sorted can move the highlight). The main screen left alone changes
+by none of these, so an idle app compares nothing: only the :data:`SEEN_EVERY` write wakes it.
 
 On start the main screen's filter and pane come back at once, its highlighted run and the run
 screen once the store holds the run. Once every run in the store has a state (or
@@ -30,8 +37,9 @@ from typing import Any
 
 from textual.app import App
 from textual.css.query import NoMatches
+from textual.timer import Timer
 
-from x_tui.app.app_context import monitor_of, service_of
+from x_tui.app.app_context import context_of, monitor_of, service_of
 from x_tui.app.final_states import FinalState, read_final_states
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.view_state import AWAY_ITEMS, ViewState, read_view, write_view
@@ -40,7 +48,11 @@ from x_tui.compute.sanitize import plain
 from x_tui.compute.store import RUN_ID_PATTERN, StoredRuns
 
 TICK_SECONDS = 0.5
-"""How often the view is compared with the one last written."""
+"""How often the view is compared with the one last written while it may be changing."""
+
+SETTLE_SECONDS = 5.0
+"""How long the view is compared after something that may change it (a key, a screen, a monitor
+event): what a key starts (a worker, a refill of the runs table) may land a little later."""
 
 SEEN_EVERY = 30.0
 """How often an unchanged view is written again, to say the user is still looking."""
@@ -138,6 +150,9 @@ class ViewKeeper:
         )
         self._away_until = 0.0
         self._last: ViewState | None = None
+        self._settle_until = time.monotonic() + SETTLE_SECONDS
+        self._timer: Timer | None = None
+        self._timer_due = 0.0
         self._writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="x-tui view")
 
     @property
@@ -147,11 +162,28 @@ class ViewKeeper:
 
     def start(self) -> None:
         """Reopen the last view and say what happened while away as the store is read; keep the
-        view from now on."""
-        self.app.set_interval(TICK_SECONDS, self._tick)
+        view from now on (the app is running: screens and monitor events are subscribed to)."""
+        self.app.screen_change_signal.subscribe(
+            self.app, lambda _screen: self.view_may_change(), immediate=True
+        )
+        context = context_of(self.app)
+        if context is not None:
+            context.monitor_events.subscribe(
+                self.app, lambda _event: self.view_may_change(), immediate=True
+            )
+        self._wake_in(TICK_SECONDS)
+
+    def view_may_change(self) -> None:
+        """Compare the view twice a second for a while: something that may change it happened
+        (the app calls this for every input event)."""
+        self._settle_until = time.monotonic() + SETTLE_SECONDS
+        self._wake_in(TICK_SECONDS)
 
     def stop(self) -> None:
         """Write the view last seen once more, now (waited for); the screens are gone by now."""
+        if self._timer is not None:
+            self._timer.stop()
+            self._timer = None
         if not self.restoring and self._last is not None:
             self._save(replace(self._last, seen_at=time.time()))
         self._writer.shutdown(wait=True)
@@ -196,7 +228,36 @@ class ViewKeeper:
 
         self.app.push_screen(RunScreen(handle))
 
+    def _wake_in(self, seconds: float) -> None:
+        """Compare the view in ``seconds``, unless a comparison is due sooner."""
+        due = time.monotonic() + seconds
+        if self._timer is not None:
+            if self._timer_due <= due:
+                return
+            self._timer.stop()
+        self._timer_due = due
+        self._timer = self.app.set_timer(seconds, self._tick, name="view keeper")
+
     def _tick(self) -> None:
+        self._timer = None
+        self._compare()
+        self._wake_in(self._next_wait())
+
+    def _next_wait(self) -> float:
+        """Seconds until the view must be compared again: soon while it may be changing, else
+        when the unchanged view is due to be written again."""
+        changing = (
+            self.restoring
+            or self._away_due is not None
+            or len(self.app.screen_stack) > 1
+            or time.monotonic() < self._settle_until
+        )
+        last = self._last
+        if changing or last is None:
+            return TICK_SECONDS
+        return max(TICK_SECONDS, last.seen_at + SEEN_EVERY - time.time())
+
+    def _compare(self) -> None:
         self._restore_main()
         self._say_away()
         if self.restoring:

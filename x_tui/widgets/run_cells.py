@@ -8,6 +8,7 @@ through ``safe_text``.
 from __future__ import annotations
 
 import heapq
+import math
 from collections.abc import Iterable
 
 from rich.text import Text
@@ -69,13 +70,23 @@ def next_change(seconds: float, *, fine: bool) -> float:
     """
     if seconds < 0:
         return -seconds + 0.001
-    if seconds < 60:
-        step = 1
-    elif seconds < 3600 or (fine and seconds < 86400):
-        step = 60
-    else:
-        step = 3600 if (fine or seconds < 86400) else 86400
+    step = _step(seconds, fine=fine)
     return step - (seconds % step)
+
+
+def _step(seconds: float, *, fine: bool) -> int:
+    """Every how many seconds a span of ``seconds`` (not negative) shows another text."""
+    if seconds < 60:
+        return 1
+    if seconds < 3600 or (fine and seconds < 86400):
+        return 60
+    return 3600 if (fine or seconds < 86400) else 86400
+
+
+COARSE_GATHER = 5.0
+"""A span shown in minutes (or coarser) turns at the next multiple of this many seconds of the
+clock after its text changes, at most this late: the rows of runs submitted within a few seconds
+of each other turn together, in one redraw, rather than one redraw each."""
 
 
 class RedrawQueue:
@@ -96,7 +107,10 @@ class RedrawQueue:
             now: The current epoch time.
             fine: Whether the span is shown finely (a running duration) rather than as an age.
         """
-        due = now + next_change(now - since, fine=fine)
+        span = now - since
+        due = now + next_change(span, fine=fine)
+        if span >= 0 and _step(span, fine=fine) >= 60:
+            due = math.ceil(due / COARSE_GATHER) * COARSE_GATHER
         self._next_at[key] = due
         heapq.heappush(self._due, (due, key))
 

@@ -42,7 +42,7 @@ from __future__ import annotations
 import os
 import shutil
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -57,6 +57,7 @@ from x_tui.backends.local.plan import (
     refuse_platform_secrets,
     worker_command,
 )
+from x_tui.backends.local.status_memo import StatusMemo
 from x_tui.compute.backend import (
     SPEC_NAME,
     Capability,
@@ -79,7 +80,7 @@ from x_tui.compute.worker.errors import (
     ProviderError,
     UserError,
 )
-from x_tui.compute.worker.manifest import MANIFEST_NAME, JobManifest, load_manifest
+from x_tui.compute.worker.manifest import MANIFEST_NAME, JobManifest
 from x_tui.compute.worker.records import JsonValue, RecordError
 from x_tui.compute.worker.run_processes import (
     MARKER_VARIABLE,
@@ -203,6 +204,7 @@ class LocalBackend:
         """
         self.settings = LocalSettings.read(settings)
         self.cancel_grace_seconds = cancel_grace_seconds
+        self._memo = StatusMemo()
 
     @property
     def runs(self) -> Path:
@@ -326,9 +328,9 @@ class LocalBackend:
             BadRecordError: If the handle's details or the manifest cannot be read; the message
                 names the file.
         """
-        run = _run_of(handle)
-        worker_alive = local_process.is_worker(run.processes)
-        manifest = _manifest(run)
+        run = _run_of(handle, marker=self._memo.marker)
+        worker_alive = self._memo.is_worker(run.processes)
+        manifest = _manifest(run, self._memo.manifest)
         if manifest is not None and manifest.finished:
             return RunState.SUCCEEDED if manifest.succeeded else RunState.FAILED
         # The worker was gone before the manifest was read, so the manifest is its last word;
@@ -555,7 +557,7 @@ def _worker_environment(secrets: SecretValues | None = None, *, marker: str) -> 
     return env
 
 
-def _run_of(handle: RunHandle) -> _Run:
+def _run_of(handle: RunHandle, *, marker: Callable[[Path, str], str | None] = read_marker) -> _Run:
     details = handle.details
     pid = details.get("pid", "")
     run_dir = details.get("run_dir", "")
@@ -568,14 +570,14 @@ def _run_of(handle: RunHandle) -> _Run:
         pid=int(pid),
         run_dir=Path(run_dir),
         start_time=details.get("start_time") or None,
-        marker=read_marker(Path(run_dir), handle.run_id),
+        marker=marker(Path(run_dir), handle.run_id),
     )
     return _Run(run_id=handle.run_id, run_dir=Path(run_dir), processes=processes)
 
 
-def _manifest(run: _Run) -> JobManifest | None:
+def _manifest(run: _Run, load: Callable[[Path], JobManifest | None]) -> JobManifest | None:
     try:
-        return load_manifest(run.run_dir / OUTPUTS / MANIFEST_NAME)
+        return load(run.run_dir / OUTPUTS / MANIFEST_NAME)
     except RecordError as error:
         raise BadRecordError(str(error)) from None
     except (OSError, UnicodeDecodeError) as error:

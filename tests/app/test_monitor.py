@@ -373,13 +373,13 @@ def test_a_launch_record_is_told_without_waiting_for_the_next_look(
     monkeypatch.setattr(run_follower, "SETTLED_SECONDS", 0.0)
     told: queue.Queue[tuple[str, RunState]] = queue.Queue()
     reads: list[object] = []
-    real_read = run_follower.read_launches
+    real_read = operations.read_launches
 
     def read(store: RunStore) -> StoredLaunches:
         reads.append(store)
         return real_read(store)
 
-    monkeypatch.setattr(run_follower, "read_launches", read)
+    monkeypatch.setattr(operations, "read_launches", read)  # (looked up at each read)
 
     class Follower(RunFollower):
         def on_launch_state(self, run_id: str, state: RunState) -> None:

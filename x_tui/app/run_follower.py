@@ -412,12 +412,15 @@ class RunFollower:
                 self._publish(complete=True)
                 return
             # No head to believe: the newest files are read one by one, then the rest (the kept
-            # final states first, unless the newest runs' are believed: then after them).
-            if not self._keep_recent_states():
+            # final states first, unless the newest runs' are believed: then after them). The
+            # poller starts once the newest files are all read, so they are asked for together.
+            states_loaded = not self._keep_recent_states()
+            if states_loaded:
                 self._load_final_states()
-                self._first_read.set()
             names = listing_names(self.runs_dir)
             self._read_paths([self.runs_dir / name for name in names[:FIRST_BATCH]])
+            if states_loaded:
+                self._first_read.set()
             if len(names) > FIRST_BATCH:
                 self._publish(complete=False)
                 self._wait_shown()

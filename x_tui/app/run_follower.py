@@ -42,7 +42,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from x_tui.app.deadlines import DeadlinePassed
-from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import (
     keep_final_states,
     keep_recent_final_states,
@@ -53,11 +52,11 @@ from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_reco
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
-from x_tui.compute.launches import SUBMITTING, LaunchRecord, launches_dir
 from x_tui.compute.store import RunHandle, RunListing, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
 
 if TYPE_CHECKING:  # (the project's module is loaded when a project is read, not at start-up)
+    from x_tui.compute.launches import LaunchRecord
     from x_tui.compute.operations import Project
 
 PYPROJECT = "pyproject.toml"
@@ -338,6 +337,9 @@ class RunFollower:
                 directory.mkdir(parents=True, exist_ok=True)
         self._read_sweeps()
         self._initial_scan()
+        # Loaded here, once the first screenful is shown: the watch starts after it.
+        from x_tui.app.file_watch import Watched, watch
+
         watch(
             Watched(
                 runs_dir=self.runs_dir,
@@ -588,6 +590,7 @@ class RunFollower:
         every other run. While there are none, their directory is only looked at: records are
         written by a rename, so a new one changes it.
         """
+        from x_tui.compute.launches import SUBMITTING, launches_dir
         from x_tui.compute.operations import read_launches
 
         stamp = _directory_stamp(launches_dir(self.service.store.root))

@@ -16,6 +16,7 @@ import pytest
 from textual.message import Message
 
 from tests.support import DEADLINE, wait_for
+from x_tui.app import inotify as inotify_module
 from x_tui.app import run_follower
 from x_tui.app.deadlines import call_with_deadline
 from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
@@ -319,7 +320,7 @@ def test_launch_records_are_read_only_once_their_directory_changes(
     monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 0.02)
     monkeypatch.setattr(run_follower, "SETTLED_SECONDS", 0.0)
     if not inotify:  # another system: the directory is looked at each LAUNCH_SECONDS
-        monkeypatch.setattr(run_follower, "open_inotify", lambda: None)
+        monkeypatch.setattr(inotify_module, "open_inotify", lambda: None)
     looks: list[object] = []
     reads: list[object] = []
     real_stamp, real_read = run_follower._directory_stamp, operations.read_launches

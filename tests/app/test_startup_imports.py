@@ -60,6 +60,13 @@ AFTER_FIRST_FRAME = (
     "x_tui.app.run_watch",  # and the running runs' progress watched
     "x_tui.app.run_sources",
     "x_tui.compute.extensions",
+    "x_tui.compute.worker.spec",  # with the project's jobs, or the first run or sweep named
+    "x_tui.widgets.spec_view",  # with the first job shown
+    "x_tui.app.file_watch",  # the store is watched once the first screenful is shown
+    "x_tui.app.inotify",
+    "x_tui.compute.launches",  # launch records are read by the poller, after the first frame
+    "secrets",  # (with the first run or sweep named)
+    "tomllib",  # (with the first settings or lock file read for a handle version)
 )
 
 

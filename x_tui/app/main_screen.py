@@ -82,6 +82,9 @@ class MainScreen(RunActionScreen):
 
     HELP_TITLE = "Main screen"
     WHERE: Where = "main"
+    AUTO_FOCUS = ".-outside-project #runs, .-in-project #job-list"
+    """What Textual focuses once the screen is composed, before ``on_mount``: the pane that opens
+    first (focusing another widget after it would restyle both subtrees before the first frame)."""
     HORIZONTAL_BREAKPOINTS = [
         (0, "-narrow"),
         (WIDE_COLUMNS, "-wide"),
@@ -102,7 +105,7 @@ class MainScreen(RunActionScreen):
             project: The project root; ``None`` outside a project.
             clock: The current epoch time, for ages and durations (tests pass a frozen one).
         """
-        super().__init__()
+        super().__init__(classes="-outside-project" if project is None else "-in-project")
         self.project_root = project
         self.project: Project | None = None
         self._clock = clock

@@ -43,23 +43,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from x_tui.app.deadlines import DeadlinePassed
-from x_tui.app.file_watch import Watched, watch
 from x_tui.app.final_states import (
     keep_final_states,
     keep_recent_final_states,
     read_final_states,
     read_recent_final_states,
 )
-from x_tui.app.inotify import Inotify, Interrupt, open_inotify
 from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
-from x_tui.compute.launches import SUBMITTING, LaunchRecord, launches_dir
 from x_tui.compute.store import RunHandle, RunListing, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
 
 if TYPE_CHECKING:  # (the project's module is loaded when a project is read, not at start-up)
+    from x_tui.app.inotify import Inotify, Interrupt
+    from x_tui.compute.launches import LaunchRecord
     from x_tui.compute.operations import Project
 
 PYPROJECT = "pyproject.toml"
@@ -351,6 +350,9 @@ class RunFollower:
                 directory.mkdir(parents=True, exist_ok=True)
         self._read_sweeps()
         self._initial_scan()
+        # Loaded here, once the first screenful is shown: the watch starts after it.
+        from x_tui.app.file_watch import Watched, watch
+
         interrupt = self._interrupt()
         try:
             watch(
@@ -597,6 +599,8 @@ class RunFollower:
 
     def _interrupt(self) -> Interrupt:
         """A new interrupt, set by :meth:`stop` (closed by the thread that waits on it)."""
+        from x_tui.app.inotify import Interrupt  # (with the watch, after the first frame)
+
         interrupt = Interrupt()
         with self._interrupts_lock:
             self._interrupts.append(interrupt)
@@ -610,6 +614,8 @@ class RunFollower:
         """Read the launch records each :data:`LAUNCH_SECONDS` while there are some (a
         submitter may die); while there are none, sleep until their directory changes (where
         inotify tells it, else look at it each :data:`LAUNCH_SECONDS`)."""
+        from x_tui.compute.launches import launches_dir  # (in this thread, not at start-up)
+
         directory = launches_dir(self.service.store.root)
         with contextlib.suppress(OSError):
             directory.mkdir(parents=True, exist_ok=True)
@@ -650,6 +656,7 @@ class RunFollower:
         every other run. While there are none, their directory is only looked at: records are
         written by a rename, so a new one changes it.
         """
+        from x_tui.compute.launches import SUBMITTING, launches_dir
         from x_tui.compute.operations import read_launches
 
         stamp = _directory_stamp(launches_dir(self.service.store.root))
@@ -885,6 +892,8 @@ def _directory_stamp(directory: Path) -> tuple[int, int] | None:
 
 def _watch_directory(directory: Path) -> Inotify | None:
     """An inotify watch on ``directory``'s entries; ``None`` where there is none to have."""
+    from x_tui.app.inotify import open_inotify  # (with the watch, after the first frame)
+
     try:
         notify = open_inotify()
     except OSError:

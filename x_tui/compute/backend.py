@@ -21,9 +21,8 @@ from typing import TYPE_CHECKING, Literal, Protocol, TypedDict, overload, runtim
 from x_tui.compute.log_pieces import LogPiece
 from x_tui.compute.store import RunHandle, new_run_id
 from x_tui.compute.worker.records import JsonValue, dumps_compact, write_atomic
-from x_tui.compute.worker.spec import JobSpec
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # (the job spec's module loads with the project, after the first frame)
     from typing import Unpack
 
     from x_tui.compute.estimate import AcceleratorOffer
@@ -31,6 +30,7 @@ if TYPE_CHECKING:
     from x_tui.compute.launches import LaunchRecord, RunLaunch
     from x_tui.compute.secrets import SecretValues
     from x_tui.compute.worker.errors import UserError
+    from x_tui.compute.worker.spec import JobSpec
 
 SPEC_NAME = "spec.json"
 """The file a staged run's spec is written to."""

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -71,6 +70,8 @@ def configured_version(path: Path | None = None) -> tuple[int | None, str]:
     A missing file, key, or an unusable value gives ``None`` (the problem names the file and the
     key), so a bad setting never stops a submit: the project's lock decides then.
     """
+    import tomllib  # (loaded with the first file read: the TUI's start-up reads none here)
+
     path = path if path is not None else settings_file()
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
@@ -93,6 +94,8 @@ def locked_substrax(project: Path) -> str | None:
         The first ``substrax`` package entry's version (``"editable"`` when it is installed from
         a path or has no version); ``None`` when there is no readable lock or no such entry.
     """
+    import tomllib
+
     lock = project / "uv.lock"
     try:
         with lock.open("rb") as file:

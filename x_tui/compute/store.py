@@ -19,7 +19,6 @@ import itertools
 import json
 import os
 import re
-import secrets
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,7 +49,6 @@ from x_tui.compute.worker.records import (
     read_record,
     write_atomic,
 )
-from x_tui.compute.worker.spec import check_name
 
 HANDLE_VERSION = 2
 """The handle layout this release writes by default: with the frozen ``settings``."""
@@ -110,6 +108,10 @@ def new_run_id(job: str, *, now: dt.datetime | None = None) -> str:
     Returns:
         An id such as ``examples-20260919T120000Z-3f9a1c``.
     """
+    import secrets  # (with the job spec's rules: loaded with the first run named, not at start-up)
+
+    from x_tui.compute.worker.spec import check_name
+
     check_name("job", job)
     moment = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
     return f"{job}-{moment:%Y%m%dT%H%M%SZ}-{secrets.token_hex(3)}"

@@ -16,10 +16,10 @@ from __future__ import annotations
 import datetime as dt
 import itertools
 import re
-import secrets as token
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from x_tui.compute.secrets import ENV_NAME, RESERVED_NAMES, RESERVED_PREFIXES
 from x_tui.compute.store import default_state_dir
@@ -31,7 +31,9 @@ from x_tui.compute.worker.record_files import (
     read_record_file,
 )
 from x_tui.compute.worker.records import dumps_pretty, read_record, write_atomic
-from x_tui.compute.worker.spec import JobSpec, check_name
+
+if TYPE_CHECKING:  # the job spec's module loads when a sweep is made, not at start-up
+    from x_tui.compute.worker.spec import JobSpec
 
 SWEEP_VERSION = 1
 """The layout of a sweep record this release writes and reads."""
@@ -167,6 +169,10 @@ def new_sweep_id(job: str, *, now: dt.datetime | None = None) -> str:
     Returns:
         An id such as ``sweep-train-20261129T150000Z-1a2b3c4d``.
     """
+    import secrets as token  # (with the job spec's rules: loaded with the first sweep named)
+
+    from x_tui.compute.worker.spec import check_name
+
     check_name("job", job)
     moment = (now or dt.datetime.now(dt.UTC)).astimezone(dt.UTC)
     return f"sweep-{job}-{moment:%Y%m%dT%H%M%SZ}-{token.token_hex(4)}"

@@ -14,7 +14,6 @@ untrusted text and goes through ``safe_text``.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, ClassVar
 
@@ -27,12 +26,11 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from x_tui.compute.worker.errors import UserError
-from x_tui.compute.worker.spec import JobSpec
 from x_tui.widgets.safe_text import safe_text
-from x_tui.widgets.spec_view import format_seconds, resources_text
 
 if TYPE_CHECKING:  # the jobs are resolved after the first frame
     from x_tui.compute.operations import JobList
+    from x_tui.compute.worker.spec import JobSpec
 
 _MAX_TASKS_SHOWN = 50
 
@@ -193,6 +191,10 @@ def _problem_text(name: str, problem: UserError) -> Text:
 
 
 def _spec_text(spec: JobSpec, backend: str | None) -> Text:
+    import shlex  # (a job is shown once the project is read, after the first frame)
+
+    from x_tui.widgets.spec_view import format_seconds, resources_text
+
     lines: list[Text] = [
         safe_text(spec.name, "bold"),
         Text.assemble(

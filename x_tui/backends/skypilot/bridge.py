@@ -202,8 +202,8 @@ class _Server:
 
     def stderr_tail(self) -> str:
         """The end of what it wrote on standard error (all of it, once it has ended)."""
-        if self._ended:
-            self._stderr_thread.join(1.0)
+        if self._ended:  # its end is near (the process is gone); a loaded machine may be slow
+            self._stderr_thread.join(5.0)
         return "".join(self._stderr)
 
     def _read(self) -> None:

@@ -202,7 +202,9 @@ class _Server:
 
     def stderr_tail(self) -> str:
         """The end of what it wrote on standard error (all of it, once it has ended)."""
-        if self._ended:  # its end is near (the process is gone); a loaded machine may be slow
+        # Once the process is gone, the rest of its standard error is near: a send can find the
+        # process dead (a broken pipe) before the reading thread has seen it end.
+        if self._ended or self.process.poll() is not None:
             self._stderr_thread.join(5.0)
         return "".join(self._stderr)
 

@@ -67,8 +67,10 @@ class LogPlace:
     search: SearchQuery | None = None
 
 
-MAX_PLACE_TRIES = 100
-"""How many polls a restored place is tried for before it is left (its line may be hidden)."""
+PLACE_SECONDS = 10.0
+"""How long a restored place is tried for, from when the view can take it, before it is left
+(its line may be hidden). A time, not a count of tries: while a long log is indexed, the index
+is read again many times before the screen is, and each read tries the place once more."""
 
 POLL_SECONDS = 0.05
 """How often the file is checked for appends (and appends shown), normally."""
@@ -274,6 +276,7 @@ class LogView(Widget):
         self._pending_place: LogPlace | None = None
         self._place_tries = 0
         self._place_armed = False
+        self._place_deadline = 0.0
 
     def compose(self) -> ComposeResult:
         """The lines, the input bar (hidden), the status line."""
@@ -408,6 +411,7 @@ class LogView(Widget):
 
     def _arm_place(self) -> None:
         self._place_armed = True
+        self._place_deadline = time.monotonic() + PLACE_SECONDS
         self._apply_pending_place()
 
     def _apply_pending_place(self) -> None:
@@ -430,10 +434,10 @@ class LogView(Widget):
         if self._place_tries and not lines.following and lines.top_line == place.top_line:
             self._pending_place = None  # still there a poll after it was put there
             return
-        self._place_tries += 1
-        if self._place_tries > MAX_PLACE_TRIES:
+        if self._place_tries and time.monotonic() > self._place_deadline:
             self._pending_place = None  # the line is not shown (filtered out): leave it
             return
+        self._place_tries += 1
         lines.set_following(False, jump=False)
         lines.scroll_to(
             y=lines.row_of_line(place.top_line), animate=False, immediate=True, force=True

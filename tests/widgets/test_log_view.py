@@ -341,7 +341,10 @@ async def test_a_truncated_file_is_shown_again_from_scratch(long_log: Path) -> N
         write_lines(long_log, ["after truncation"])
         await wait_for(pilot, lambda: rows(app)[0] == "after truncation", "the new content")
         assert [row for row in rows(app) if row] == ["after truncation"]
-        assert any(isinstance(m, LogView.Reset) for m in app.messages)
+        # The message bubbles up to the app after the screen is redrawn.
+        await wait_for(
+            pilot, lambda: any(isinstance(m, LogView.Reset) for m in app.messages), "a Reset"
+        )
 
 
 @asynchronous

@@ -368,6 +368,9 @@ def remove_cluster(name: str, *, keep_runner: bool = False) -> None:
     _kill_group(job.get("pid"))
     if not keep_runner:
         _kill_group(cluster.get("runner_pid"))
+    # Out of the cluster table first, as SkyPilot's teardown is: a reader that finds a job's
+    # file gone then finds the cluster gone too.
+    (state.cluster_dir(name) / "cluster.json").unlink(missing_ok=True)
     shutil.rmtree(state.cluster_dir(name), ignore_errors=True)
     state.ssh_config_path(name).unlink(missing_ok=True)
 

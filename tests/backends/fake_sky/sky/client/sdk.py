@@ -244,7 +244,12 @@ def queue(cluster_name: str, skip_finished: bool = False, all_users: bool = Fals
         return _answered("queue", cluster_name, error=_missing(cluster_name))
     jobs = []
     for path in sorted((state.cluster_dir(cluster_name) / "jobs").glob("*.json")):
-        job = state.read_json(path) or {}
+        job = state.read_json(path)
+        if not isinstance(job, dict):
+            # Gone while read: the cluster is being torn down (autodown), as SkyPilot says.
+            if state.load_cluster(cluster_name) is None:
+                return _answered("queue", cluster_name, error=_missing(cluster_name))
+            continue
         if skip_finished and JobStatus(job["status"]).is_terminal():
             continue
         jobs.append(
@@ -380,7 +385,9 @@ def status(
     """The clusters (those named, or all)."""
     found = []
     for path in sorted((state.root() / "clusters").glob("*/cluster.json")):
-        cluster = state.read_json(path) or {}
+        cluster = state.read_json(path)
+        if not isinstance(cluster, dict):
+            continue  # torn down while read
         if cluster_names and cluster.get("name") not in cluster_names:
             continue
         found.append(

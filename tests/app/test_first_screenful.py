@@ -224,6 +224,32 @@ async def test_the_runs_table_shows_the_first_screenful_before_the_store_is_read
         release.set()
 
 
+@asynchronous
+async def test_the_newest_runs_are_in_the_first_frame(state_dir: Path) -> None:
+    newest_first = make_store(state_dir)
+    write_final_states(
+        state_dir / "x-tui" / "final-states.json",
+        {run: (RunState.SUCCEEDED, 5.0) for run in newest_first},
+    )
+    # The follower posts the head as it starts, before any of its threads reads a thing.
+    follower = Recording(Service())
+    follower.start()
+    try:
+        assert [handle.run_id for handle in follower.stored.handles] == newest_first[:HEAD_ROWS]
+    finally:
+        follower.stop()
+    first_frame: list[int] = []
+
+    class Timed(XTuiApp):
+        def on_ready(self) -> None:  # the first frame is on the screen
+            first_frame.append(self.main_screen.runs.row_count)
+
+    app = Timed(None, service=Service(), poll=False)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: first_frame, "the first frame")
+    assert first_frame[0] >= 30  # a screenful, drawn with the frame, not a frame later
+
+
 def test_a_newest_run_still_going_is_polled_before_the_store_is_read_whole(
     state_dir: Path,
 ) -> None:

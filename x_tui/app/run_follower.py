@@ -175,6 +175,8 @@ class RunFollower:
         self._sweeps = StoredSweeps(sweeps=(), unreadable={})
         self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="x-tui status")
         self._threads: list[threading.Thread] = []
+        self._head: RunListing | None = None
+        """The store's index head, read by :meth:`start` (``None``: none to believe)."""
         self._cache_path = service.state_dir / "x-tui" / "final-states.json"
         self._dirty = False
         self._kept_at_start: frozenset[str] | None = None
@@ -267,6 +269,11 @@ class RunFollower:
             return
         # Taken before anything is read: an edit made before the watch begins is told then.
         self._pyproject_stamp = stamp_of(self.project / PYPROJECT if self.project else None)
+        # The newest runs, from the store's index head (a few kilobytes), are read and posted
+        # here, before any thread: a screen mounted next shows them in its first frame.
+        self._head = self._read_head()
+        if self._head is not None:
+            self._publish(complete=False)
         loops = [("watch", self._watch_loop)]
         if self._polling:
             loops.append(("poll", self._poll_loop))
@@ -400,12 +407,11 @@ class RunFollower:
         while, and the app builds its first frame meanwhile), and before the poller starts.
         """
         try:
-            head = self._read_head()
+            head = self._head  # read and posted by start
             if head is not None:
                 if head.complete:
                     self._load_final_states()
                 else:
-                    self._publish(complete=False)
                     self._wait_shown()
                     self._load_final_states()
                     self._first_read.set()  # the newest runs still going are polled from now

@@ -37,6 +37,8 @@ from collections.abc import Callable, Mapping
 from operator import itemgetter
 from typing import ClassVar, TypeVar
 
+from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.binding import Binding, BindingType
 from textual.cache import LRUCache
@@ -54,6 +56,7 @@ from x_tui.widgets import run_rows
 from x_tui.widgets.run_cells import RedrawQueue, format_age
 from x_tui.widgets.run_rows import Membership, RunRow, SortKey, group_key
 from x_tui.widgets.run_states import STATE_COMPONENTS, StateStyles, state_css, state_styles
+from x_tui.widgets.table_cells import TextCells
 
 COLUMNS: tuple[tuple[str, str, int | None], ...] = (
     ("run", "Run", None),
@@ -168,6 +171,7 @@ class RunsTable(DataTable[Text]):
         """Whether the first frame with the table in it was drawn (before it, a screenful of
         rows is built rather than a page more)."""
         self._page_after_frame = False
+        self._text_cells: TextCells | None = None
 
     def on_mount(self) -> None:
         """Add the columns."""
@@ -190,6 +194,62 @@ class RunsTable(DataTable[Text]):
             self._state_styles = styles
             for row in self._all_rows():
                 self._rewrite(row)
+
+    # Drawing --------------------------------------------------------------------------------------
+
+    def _render_cell(  # noqa: PLR0917 (DataTable's signature)
+        self,
+        row_index: int,
+        column_index: int,
+        base_style: Style,
+        width: int,
+        cursor: bool = False,
+        hover: bool = False,
+    ) -> list[list[Segment]]:
+        """A cell's lines, as ``DataTable`` draws them; a run's one-line text cell is drawn by
+        :class:`~x_tui.widgets.table_cells.TextCells`, at half the cost (see there)."""
+        if min(row_index - self.fixed_rows, column_index - self.fixed_columns) < 0:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        row_key = self._row_locations.get_key(row_index)
+        column_key = self._column_locations.get_key(column_index)
+        if row_key is None or column_key is None:
+            return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
+        cache_key = (  # as DataTable keys its cache of drawn cells
+            row_key,
+            column_key,
+            base_style,
+            cursor,
+            hover,
+            self._show_hover_cursor,
+            self._update_count,
+            self._pseudo_class_state,
+        )
+        drawn = self._cell_render_cache.get(cache_key)
+        if drawn is not None:
+            return drawn
+        cell = self._get_row_renderables(row_index).cells[column_index]
+        if self.rows[row_key].height == 1 and isinstance(cell, Text):
+            component_style, post_style = self._get_styles_to_render_cell(
+                False,
+                False,
+                False,
+                hover,
+                cursor,
+                self.show_cursor,
+                self._show_hover_cursor,
+                self.cursor_foreground_priority == "css",
+                self.cursor_background_priority == "css",
+            )
+            if self._text_cells is None:
+                self._text_cells = TextCells(self.app.console, self.app.console_options)
+            pre_style = base_style + Style.from_meta({"row": row_index, "column": column_index})
+            lines = self._text_cells.render(
+                cell, width, self.cell_padding, pre_style + component_style, post_style
+            )
+            if lines is not None:
+                self._cell_render_cache[cache_key] = lines
+                return lines
+        return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
 
     # Project filter and sort ----------------------------------------------------------------------
 

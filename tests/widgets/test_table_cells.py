@@ -1,0 +1,141 @@
+"""The runs table draws its text cells itself (``x_tui.widgets.table_cells``), to exactly the
+segments Textual's ``DataTable`` draws for them: every character, style, link and mouse target."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+
+from rich.console import Console
+from rich.padding import Padding
+from rich.style import Style
+from rich.text import Text
+from textual.app import App, ComposeResult
+from textual.renderables.styled import Styled
+from textual.widgets import DataTable
+
+from x_tui.compute.backend import RunState
+from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.widgets.runs_table import RunsTable
+from x_tui.widgets.table_cells import TextCells
+
+START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+
+CELLS = [
+    Text(""),
+    Text("job3"),
+    Text("✓ succeeded", style="green"),
+    Text("⚡ preempted", style="bold yellow"),
+    Text("a[b]c [/x]", style="dim"),
+    Text("x" * 40),
+    Text("train-20260919T120000Z-0a1b2c"),
+    Text("two\nlines"),
+    Text("tab\there"),
+    Text("漢字テスト漢字テスト"),
+    Text("right", justify="right"),
+    Text("ell" * 10, overflow="ellipsis"),
+    Text.assemble(("a", "red"), ("b", Style(link="https://example.com")), "c"),
+    Text("end", end=""),
+]
+PRE_STYLES = [
+    Style(),
+    Style.parse("white on #101010") + Style.from_meta({"row": 3, "column": 2}),
+    Style.parse("reverse"),
+]
+POST_STYLES = [Style.null(), Style.parse("bold"), Style(bgcolor="red")]
+
+
+def test_each_text_cell_is_drawn_as_datatable_draws_it() -> None:
+    console = Console(width=120, color_system="truecolor", force_terminal=True)
+    cells = TextCells(console, console.options)
+    drawn = 0
+    for width in range(1, 48):
+        for cell in CELLS:
+            for pre in PRE_STYLES:
+                for post in POST_STYLES:
+                    for padding in (0, 1, 2):
+                        lines = cells.render(cell, width, padding, pre, post)
+                        if lines is None:
+                            assert width <= 2 * padding  # no room for text: DataTable draws it
+                            continue
+                        options = console.options.update_dimensions(width, 1).update(no_wrap=True)
+                        expected = console.render_lines(
+                            Styled(Padding(cell, (0, padding)), pre_style=pre, post_style=post),
+                            options,
+                        )
+                        assert lines == expected, (width, padding, cell.plain, pre, post)
+                        drawn += 1
+    assert drawn > 10_000
+
+
+def test_a_text_that_asks_to_wrap_is_left_to_datatable() -> None:
+    console = Console(width=80)
+    assert (
+        TextCells(console, console.options).render(
+            Text("a b", no_wrap=False), 5, 1, Style(), Style()
+        )
+        is None
+    )
+
+
+def _handle(index: int, job: str) -> RunHandle:
+    submitted = START + dt.timedelta(minutes=index)
+    return RunHandle(
+        run_id=f"{job}-{submitted:%Y%m%dT%H%M%SZ}-{index:06x}",
+        backend="local",
+        job=job,
+        project="/home/user/sample",
+        submitted_at=submitted,
+        settings={"python": None, "state_dir": None},
+        details={"pid": "999999999", "run_dir": "/nonexistent"},
+    )
+
+
+class _Table(App[None]):
+    def compose(self) -> ComposeResult:
+        yield RunsTable(clock=lambda: START.timestamp() + 3600)
+
+
+def test_every_cell_of_the_runs_table_is_drawn_as_datatable_draws_it() -> None:
+    """Every visible cell, under the cursor, the hover and neither, focused and not."""
+
+    async def scenario() -> None:
+        app = _Table()
+        jobs = ("train", "evaluate-a-model-with-a-long-name", "x")
+        handles = tuple(_handle(index, jobs[index % 3]) for index in range(30))
+        states = {
+            handle.run_id: list(RunState)[index % len(RunState)]
+            for index, handle in enumerate(handles)
+        }
+        async with app.run_test(size=(100, 24)) as pilot:
+            table = app.query_one(RunsTable)
+            table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
+            await pilot.pause()
+            table.hover_coordinate = table.cursor_coordinate.down()
+            compared = 0
+            for focused in (True, False):
+                if focused:
+                    table.focus()
+                else:
+                    app.set_focus(None)
+                await pilot.pause()
+                base = table.rich_style
+                for row in range(min(table.row_count, 20)):
+                    for column, width in enumerate(
+                        c.get_render_width(table) for c in table.ordered_columns
+                    ):
+                        for cursor, hover in ((False, False), (True, False), (False, True)):
+                            table._cell_render_cache.clear()
+                            ours = table._render_cell(row, column, base, width, cursor, hover)
+                            table._cell_render_cache.clear()
+                            textuals = DataTable._render_cell(
+                                table, row, column, base, width, cursor, hover
+                            )
+                            assert ours == textuals, (row, column, cursor, hover, focused)
+                            compared += 1
+                # The header row is Textual's own.
+                header = table._render_cell(-1, 0, base, 10)
+                assert "Run" in "".join(segment.text for segment in header[0])
+            assert compared >= 2 * 20 * 5 * 3
+
+    asyncio.run(scenario())

@@ -57,7 +57,8 @@ def collect_garbage_less_often() -> None:
 
 
 def let_children_be_interrupted() -> None:
-    """Have every process the suite starts take SIGINT as Ctrl-C, however the suite was started.
+    """Have every process the suite starts take SIGINT as Ctrl-C, and SIGHUP as a hang-up,
+    however the suite was started.
 
     A shell starts a background job (``pytest &``, a script's ``... &``) with SIGINT ignored, and
     an ignored signal stays ignored through ``exec``: every ``x-tui`` a test starts would then
@@ -66,6 +67,10 @@ def let_children_be_interrupted() -> None:
     """
     if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+    # Likewise SIGHUP under ``nohup``: the tests of a closed terminal or SSH connection hang up
+    # on an app or a submitter and wait for it to go, as it does in a user's session.
+    if signal.getsignal(signal.SIGHUP) == signal.SIG_IGN:
+        signal.signal(signal.SIGHUP, signal.SIG_DFL)
 
 
 def cache_bytecode() -> None:

@@ -246,5 +246,11 @@ def test_a_bridge_that_hangs_past_a_deadline_is_replaced_for_the_next_request(
     assert isinstance(answer, int)
     assert answer != hung
     eventually(lambda: not alive(hung), "the hung bridge's end", GONE_SECONDS)
-    assert bridge_pids() == [answer]
+    # Only this test's two bridges are looked at: on a loaded machine an earlier test's thread
+    # may still start a bridge of its own in this worker.
+    eventually(
+        lambda: [pid for pid in bridge_pids() if pid in (hung, answer)] == [answer],
+        "only the new bridge serving",
+        GONE_SECONDS,
+    )
     assert [int(pid) for pid in started.read_text().split()] == [hung, answer]

@@ -585,3 +585,29 @@ async def test_status_line_says_no_log_until_a_file_is_opened(search_log: Path) 
         view_of(app).open(search_log)
         await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
         assert status(app) == "● following"
+
+
+@asynchronous
+async def test_a_frame_works_out_the_views_style_once_not_once_a_row(
+    long_log: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Following a fast log redraws every row at each frame; the style of the rows is the
+    widget's, the same for all of them (it walks every ancestor's styles each time it is asked)."""
+    asked: list[int] = []
+    real = LogLines.rich_style
+
+    def counted(self: LogLines) -> Any:
+        asked.append(1)
+        return real.fget(self)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(LogLines, "rich_style", property(counted))
+    app = LogApp(long_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        lines = app.query_one(LogLines)
+        asked.clear()
+        lines.refresh()
+        await pilot.pause()
+        drawn = lines.render_lines(lines.region.reset_offset)
+    assert len(drawn) >= 20
+    assert 1 <= len(asked) <= 3, f"the style was worked out {len(asked)} times for one frame"

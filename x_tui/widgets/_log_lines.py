@@ -22,10 +22,11 @@ import re
 from array import array
 
 from rich.segment import Segment
+from rich.style import Style
 from rich.text import Text
 from textual.actions import SkipAction
 from textual.cache import LRUCache
-from textual.geometry import Size
+from textual.geometry import Region, Size
 from textual.message import Message
 from textual.reactive import var
 from textual.scroll_view import ScrollView
@@ -112,6 +113,7 @@ class LogLines(ScrollView, can_focus=True):
         self._strips: LRUCache[tuple[object, ...], Strip] = LRUCache(STRIP_CACHE)
         self._wrapped: LRUCache[tuple[object, ...], list[Strip]] = LRUCache(STRIP_CACHE)
         self._widest = 0
+        self._render_style: Style | None = None
         self._moving = False
         self._look = 0
         self._layout_key: tuple[object, ...] | None = None
@@ -311,6 +313,21 @@ class LogLines(ScrollView, can_focus=True):
 
     # -- rendering ----------------------------------------------------------------------------
 
+    def render_lines(self, crop: Region) -> list[Strip]:
+        """Render the rows in ``crop``, working out the widget's style once for all of them.
+
+        Args:
+            crop: The region to render.
+
+        Returns:
+            One strip per row.
+        """
+        self._render_style = self.rich_style
+        try:
+            return super().render_lines(crop)
+        finally:
+            self._render_style = None
+
     def render_line(self, y: int) -> Strip:
         """Render one row of the view.
 
@@ -321,7 +338,7 @@ class LogLines(ScrollView, can_focus=True):
             The row's strip, cropped to the view.
         """
         width = self.scrollable_content_region.width
-        style = self.rich_style
+        style = self._style_now()
         if self.wrap:
             layout = self._layout_rows()
             if y >= len(layout):
@@ -343,7 +360,7 @@ class LogLines(ScrollView, can_focus=True):
         if cached is not None:
             return cached
         text = self._display_text(line, start, end)
-        strip = Strip(Segment.apply_style(text.render(self.app.console), self.rich_style))
+        strip = Strip(Segment.apply_style(text.render(self.app.console), self._style_now()))
         self._strips[key] = strip
         if strip.cell_length > self._widest:
             self._widest = strip.cell_length
@@ -362,10 +379,14 @@ class LogLines(ScrollView, can_focus=True):
         console = self.app.console
         parts = text.wrap(console, max(1, width), no_wrap=False, overflow="fold") or [Text("")]
         strips = [
-            Strip(Segment.apply_style(part.render(console), self.rich_style)) for part in parts
+            Strip(Segment.apply_style(part.render(console), self._style_now())) for part in parts
         ]
         self._wrapped[key] = strips
         return strips
+
+    def _style_now(self) -> Style:
+        """The widget's style: the one worked out for the rows being rendered, if any."""
+        return self._render_style if self._render_style is not None else self.rich_style
 
     def _gutter_of(self, line: int) -> str:
         if self.rows is None:

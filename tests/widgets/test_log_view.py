@@ -610,4 +610,4 @@ async def test_a_frame_works_out_the_views_style_once_not_once_a_row(
         await pilot.pause()
         drawn = lines.render_lines(lines.region.reset_offset)
     assert len(drawn) >= 20
-    assert 1 <= len(asked) <= 3, f"the style was worked out {len(asked)} times for one frame"
+    assert 1 <= len(asked) <= 5, f"the style was worked out {len(asked)} times for one frame"

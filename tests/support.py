@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import datetime as dt
 import fcntl
 import io
 import os
@@ -27,6 +28,7 @@ from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from x_tui.app.run_follower import PollIntervals
+from x_tui.compute.store import RunHandle
 
 T = TypeVar("T")
 
@@ -39,6 +41,20 @@ EVERY = 0.02
 QUICK_POLLS = PollIntervals(first=0.1, max=0.4)
 """How often a test's app polls unfinished runs (``XTuiApp(poll_intervals=QUICK_POLLS)``): a
 test's run ends in about a second, and the app's own intervals would wait up to two more."""
+
+
+def local_handle(run_id: str, submitted_at: dt.datetime) -> RunHandle:
+    """A local run's handle, of the job its id names, whose worker is long gone (no such pid or
+    run directory): what a table lists, never a process a test could touch."""
+    return RunHandle(
+        run_id=run_id,
+        backend="local",
+        job=run_id.rsplit("-", 2)[0],
+        project="/home/user/sample",
+        submitted_at=submitted_at,
+        settings={"python": None, "state_dir": None},
+        details={"pid": "999999999", "run_dir": f"/nonexistent/{run_id}"},
+    )
 
 
 def wait_for(

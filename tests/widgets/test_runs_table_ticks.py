@@ -8,24 +8,13 @@ import datetime as dt
 
 from textual.app import App, ComposeResult
 
+from tests.support import local_handle
 from x_tui.compute.backend import RunState
-from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.compute.store import StoredRuns
 from x_tui.widgets.run_cells import COARSE_GATHER, RedrawQueue
 from x_tui.widgets.runs_table import RunsTable
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
-
-
-def _handle(run_id: str, submitted_at: dt.datetime) -> RunHandle:
-    return RunHandle(
-        run_id=run_id,
-        backend="local",
-        job="train",
-        project="/home/user/sample",
-        submitted_at=submitted_at,
-        settings={"python": None, "state_dir": None},
-        details={"pid": "999999999", "run_dir": f"/nonexistent/{run_id}"},
-    )
 
 
 class _Clock:
@@ -55,9 +44,9 @@ def test_running_rows_show_each_second_and_finished_rows_stay_as_drawn() -> None
         table = RunsTable(clock=clock, min_refresh=0.05)
         app = _Table(table)
         handles = (
-            _handle("busy-20260919T120000Z-aaaaaa", START),
-            _handle("also-20260919T120001Z-bbbbbb", START + dt.timedelta(seconds=1)),
-            _handle("done-20260919T110000Z-cccccc", START - dt.timedelta(hours=1)),
+            local_handle("busy-20260919T120000Z-aaaaaa", START),
+            local_handle("also-20260919T120001Z-bbbbbb", START + dt.timedelta(seconds=1)),
+            local_handle("done-20260919T110000Z-cccccc", START - dt.timedelta(hours=1)),
         )
         states = {
             handles[0].run_id: RunState.RUNNING,

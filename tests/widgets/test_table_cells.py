@@ -14,8 +14,9 @@ from textual.app import App, ComposeResult
 from textual.renderables.styled import Styled
 from textual.widgets import DataTable
 
+from tests.support import local_handle
 from x_tui.compute.backend import RunState
-from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.compute.store import StoredRuns
 from x_tui.widgets.runs_table import RunsTable
 from x_tui.widgets.table_cells import TextCells
 
@@ -78,19 +79,6 @@ def test_a_text_that_asks_to_wrap_is_left_to_datatable() -> None:
     )
 
 
-def _handle(index: int, job: str) -> RunHandle:
-    submitted = START + dt.timedelta(minutes=index)
-    return RunHandle(
-        run_id=f"{job}-{submitted:%Y%m%dT%H%M%SZ}-{index:06x}",
-        backend="local",
-        job=job,
-        project="/home/user/sample",
-        submitted_at=submitted,
-        settings={"python": None, "state_dir": None},
-        details={"pid": "999999999", "run_dir": "/nonexistent"},
-    )
-
-
 class _Table(App[None]):
     def compose(self) -> ComposeResult:
         yield RunsTable(clock=lambda: START.timestamp() + 3600)
@@ -102,7 +90,11 @@ def test_every_cell_of_the_runs_table_is_drawn_as_datatable_draws_it() -> None:
     async def scenario() -> None:
         app = _Table()
         jobs = ("train", "evaluate-a-model-with-a-long-name", "x")
-        handles = tuple(_handle(index, jobs[index % 3]) for index in range(30))
+        moments = [START + dt.timedelta(minutes=index) for index in range(30)]
+        handles = tuple(
+            local_handle(f"{jobs[index % 3]}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}", moment)
+            for index, moment in enumerate(moments)
+        )
         states = {
             handle.run_id: list(RunState)[index % len(RunState)]
             for index, handle in enumerate(handles)

@@ -10,6 +10,7 @@ and under that worker's own temporary directory.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 import signal
 import sys
@@ -100,3 +101,25 @@ def own_user_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(tmp_path / "state"))
     monkeypatch.setenv("X_TUI_CONFIG", str(tmp_path / "no-settings.toml"))
     monkeypatch.setenv("X_TUI_DEMO_DIR", str(tmp_path / "demo"))
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Start each parallel worker on its share of the slow tests.
+
+    pytest-xdist's ``worksteal`` schedule gives each worker one contiguous slice of the collection
+    and lets an idle worker take the far end of a busy one's. Left in collection order, the slow
+    tests (tens of seconds of waiting on real processes) bunch in a few slices, and one of them,
+    reached last, keeps its worker busy after the others are done. Here the slow tests are dealt
+    round to the start of the workers' slices; the rest keep their order.
+    """
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if workers < 2 or not slow:
+        return
+    rest = iter([item for item in items if item.get_closest_marker("slow") is None])
+    ordered: list[pytest.Item] = []
+    for worker in range(workers):  # the slices' sizes as worksteal cuts them
+        size = (len(items) - len(ordered)) // (workers - worker)
+        share = slow[worker::workers]
+        ordered += share + list(itertools.islice(rest, max(size - len(share), 0)))
+    items[:] = ordered + list(rest)

@@ -9,7 +9,6 @@ and under that worker's own temporary directory.
 
 from __future__ import annotations
 
-import gc
 import itertools
 import os
 import signal
@@ -46,7 +45,8 @@ def name_uvs_python() -> None:
 
 
 def collect_garbage_less_often() -> None:
-    """Run Python's cycle collector after 50,000 new objects instead of 700.
+    """Run Python's cycle collector in the larger batches the TUI itself uses
+    (:func:`x_tui.app.collect_garbage_in_larger_batches`).
 
     A TUI test's app makes and drops hundreds of thousands of objects; at the default threshold
     the collector ran thousands of times per test file and took about a quarter of the CPU time
@@ -54,7 +54,9 @@ def collect_garbage_less_often() -> None:
     13.1 s of 45.4 s; 6.0 s of 37.9 s at 50,000). Garbage is still collected, in fewer and larger
     passes; a worker's memory grows by about a third.
     """
-    gc.set_threshold(50_000, 10, 10)
+    from x_tui.app import collect_garbage_in_larger_batches
+
+    collect_garbage_in_larger_batches()
 
 
 def let_children_be_interrupted() -> None:

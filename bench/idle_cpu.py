@@ -65,6 +65,9 @@ def _child_bare() -> None:
 
 
 def _child_xtui(project: Path, profile: Path | None, warmup: float, seconds: float) -> None:
+    from x_tui.app import collect_garbage_in_larger_batches
+
+    collect_garbage_in_larger_batches()  # first, as ``x-tui`` itself starts (``run_app``)
     from x_tui.app.app import XTuiApp
     from x_tui.app.service import Service
 

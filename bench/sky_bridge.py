@@ -259,6 +259,9 @@ def before_script(scratch: Path, commit: str) -> Path:
 
 
 def _child_xtui(project: Path, way: str, script: Path | None) -> None:
+    from x_tui.app import collect_garbage_in_larger_batches
+
+    collect_garbage_in_larger_batches()  # first, as ``x-tui`` itself starts (``run_app``)
     from x_tui.app.app import XTuiApp
     from x_tui.app.service import Service
 

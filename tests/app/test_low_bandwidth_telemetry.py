@@ -72,6 +72,7 @@ async def _intervals(project: Path, *, low: bool, jobs: tuple[str, ...]) -> list
     return intervals
 
 
+@pytest.mark.slow
 @asynchronous
 async def test_the_low_bandwidth_profile_samples_three_times_less_unless_the_job_sets_it(
     project: Path,

@@ -206,6 +206,7 @@ async def test_an_unreadable_record_is_listed_with_its_reason(state_dir: Path) -
         assert old.run_id in shown
 
 
+@pytest.mark.slow
 @asynchronous
 async def test_markup_in_names_and_messages_renders_literally(
     state_dir: Path, tmp_path: Path

@@ -16,6 +16,7 @@ import shutil
 import time
 from pathlib import Path
 
+import pytest
 from textual.widgets import Input, TabbedContent
 
 from tests.support import wait_until
@@ -53,6 +54,7 @@ commands = { fail = ["python", "-c", "raise SystemExit(3)"] }
 """
 
 
+@pytest.mark.slow
 @asynchronous
 async def test_a_new_session_reopens_the_run_tab_filter_and_line_and_says_what_changed(
     state_dir: Path, tmp_path: Path

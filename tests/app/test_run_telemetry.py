@@ -87,6 +87,7 @@ def _sparklines(screen: RunScreen) -> dict[str, tuple[float, ...]]:
     }
 
 
+@pytest.mark.slow
 @asynchronous
 async def test_the_devices_tab_shows_eight_sparklines_that_change_and_metrics_plot(
     gpu_project: Path,
@@ -168,6 +169,7 @@ async def test_a_silent_run_with_idle_gpus_is_flagged_in_the_header(
         await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the cancel")
 
 
+@pytest.mark.slow
 @asynchronous
 async def test_the_runs_table_shows_a_running_runs_progress_and_gpu_use(gpu_project: Path) -> None:
     run_id = _submit(gpu_project, "train")

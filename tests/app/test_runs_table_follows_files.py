@@ -69,6 +69,7 @@ def _submit(project: Path) -> str:
     return next(h.run_id for h in RunStore().read_all().handles if h.job == "steps")
 
 
+@pytest.mark.slow
 @asynchronous
 async def test_the_runs_table_follows_a_running_runs_progress_gpu_use_and_end(
     steps_project: Path,

@@ -29,6 +29,7 @@ def _kept(state_dir: Path) -> ViewState:
     return view
 
 
+@pytest.mark.slow
 @asynchronous
 async def test_an_idle_main_screen_compares_nothing_and_keys_runs_and_time_are_still_kept(
     state_dir: Path, project: Path, monkeypatch: pytest.MonkeyPatch

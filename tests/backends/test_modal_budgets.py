@@ -80,6 +80,7 @@ def _x_tui(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 def test_a_run_is_notified_at_80_percent_and_cancelled_at_its_budget(
     fake: FakeModal, project: Path, tmp_path: Path
 ) -> None:

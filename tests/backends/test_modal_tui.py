@@ -127,6 +127,7 @@ def test_a_modal_run_shows_live_cancels_and_fetches_from_the_tui(
     assert "first done" in fetched[0].read_text()
 
 
+@pytest.mark.slow
 def test_a_modal_runs_device_samples_reach_the_devices_tab(
     fake: FakeModal, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -188,6 +188,7 @@ def real(real_sky: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, 
         os.environ["HOME"] = old
 
 
+@pytest.mark.slow
 def test_every_sdk_call_of_the_bridge_binds_to_skypilots_signature(real: dict[str, Any]) -> None:
     assert real["version"] == VERSION
     uses = sdk_uses()
@@ -286,6 +287,7 @@ for config in json.loads(sys.stdin.read()):
 """
 
 
+@pytest.mark.slow
 def test_skypilot_reads_the_tasks_x_tui_builds(
     real_sky: Path, sky_home: Path, tmp_path: Path
 ) -> None:
@@ -324,6 +326,7 @@ def test_the_bridge_answers_offline_from_the_real_interpreter(
     assert path == str(sky_home / ".sky" / "generated" / "ssh" / "sx-a")
 
 
+@pytest.mark.slow
 def test_the_catalog_is_read_from_skypilots_cache_without_the_network(
     real_sky: Path, sky_home: Path
 ) -> None:

@@ -66,6 +66,7 @@ def _wait_gone(pid: int) -> None:
     wait_for(lambda: not _is_running(pid), f"pid {pid} to end")
 
 
+@pytest.mark.slow
 def test_a_killed_workers_tasks_read_as_running_and_two_cancels_at_once_stop_them(
     cli: Cli,
 ) -> None:

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import pytest
+
 if TYPE_CHECKING:
     from conftest import Cli
 
@@ -61,6 +63,7 @@ def _log_with(path: Path, wanted: str) -> str:
     raise AssertionError(f"{wanted!r} never reached the watcher's log: {text!r}")
 
 
+@pytest.mark.slow
 def test_a_detached_watcher_outlives_its_shell_and_runs_the_hook_once_per_event(
     cli: Cli, tmp_path: Path
 ) -> None:

@@ -93,6 +93,7 @@ def run_worker(
     return done, outputs
 
 
+@pytest.mark.slow
 def test_the_worker_samples_eight_fake_gpus_whose_values_change(tmp_path: Path) -> None:
     done, outputs = run_worker(tmp_path, TRAINING, path=f"{FAKE_GPUS}:{os.environ['PATH']}")
 

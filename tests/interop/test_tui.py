@@ -25,6 +25,7 @@ def on_the_shared_store(shared: Substrax, monkeypatch: pytest.MonkeyPatch) -> Su
     return shared
 
 
+@pytest.mark.slow
 @asynchronous
 async def test_the_tui_lists_follows_fetches_and_cancels_runs_substrax_submitted(
     on_the_shared_store: Substrax,

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from typing import Any
 
+import pytest
 from rich.console import Console
 from rich.padding import Padding
 from rich.style import Style
@@ -84,24 +86,27 @@ class _Table(App[None]):
         yield RunsTable(clock=lambda: START.timestamp() + 3600)
 
 
+def _show_thirty_runs(table: RunsTable) -> None:
+    jobs = ("train", "evaluate-a-model-with-a-long-name", "x")
+    moments = [START + dt.timedelta(minutes=index) for index in range(30)]
+    handles = tuple(
+        local_handle(f"{jobs[index % 3]}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}", moment)
+        for index, moment in enumerate(moments)
+    )
+    states = {
+        handle.run_id: list(RunState)[index % len(RunState)] for index, handle in enumerate(handles)
+    }
+    table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
+
+
 def test_every_cell_of_the_runs_table_is_drawn_as_datatable_draws_it() -> None:
     """Every visible cell, under the cursor, the hover and neither, focused and not."""
 
     async def scenario() -> None:
         app = _Table()
-        jobs = ("train", "evaluate-a-model-with-a-long-name", "x")
-        moments = [START + dt.timedelta(minutes=index) for index in range(30)]
-        handles = tuple(
-            local_handle(f"{jobs[index % 3]}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}", moment)
-            for index, moment in enumerate(moments)
-        )
-        states = {
-            handle.run_id: list(RunState)[index % len(RunState)]
-            for index, handle in enumerate(handles)
-        }
         async with app.run_test(size=(100, 24)) as pilot:
             table = app.query_one(RunsTable)
-            table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
+            _show_thirty_runs(table)
             await pilot.pause()
             table.hover_coordinate = table.cursor_coordinate.down()
             compared = 0
@@ -129,5 +134,45 @@ def test_every_cell_of_the_runs_table_is_drawn_as_datatable_draws_it() -> None:
                 header = table._render_cell(-1, 0, base, 10)
                 assert "Run" in "".join(segment.text for segment in header[0])
             assert compared >= 2 * 20 * 5 * 3
+
+    asyncio.run(scenario())
+
+
+def test_a_drawing_of_the_table_works_out_its_style_once_and_draws_what_datatable_draws(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``DataTable`` asks for the table's style for each line it draws; each ask walks every
+    ancestor's styles."""
+    asked: list[int] = []
+    real = DataTable.rich_style
+
+    def counted(self: DataTable[Text]) -> Any:
+        asked.append(1)
+        return real.fget(self)  # type: ignore[attr-defined]
+
+    monkeypatch.setattr(DataTable, "rich_style", property(counted))
+
+    async def scenario() -> None:
+        app = _Table()
+        async with app.run_test(size=(100, 24)) as pilot:
+            table = app.query_one(RunsTable)
+            _show_thirty_runs(table)
+            await pilot.pause()
+            region = table.region.reset_offset
+            caches = (table._line_cache, table._row_render_cache, table._cell_render_cache)
+            for cache in caches:  # every line drawn afresh, with nothing else between
+                cache.clear()
+            table._styles_cache.clear()
+            asked.clear()
+            ours = table.render_lines(region)
+            assert len(asked) == 1, f"the style was worked out {len(asked)} times for one drawing"
+            for cache in caches:
+                cache.clear()
+            table._styles_cache.clear()
+            textuals = DataTable.render_lines(table, region)
+            assert len(asked) > 20  # Textual's own drawing asks for each line
+            assert len(ours) == region.height > 20
+            assert [strip.text for strip in ours] == [strip.text for strip in textuals]
+            assert ours == textuals
 
     asyncio.run(scenario())

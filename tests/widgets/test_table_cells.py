@@ -4,7 +4,9 @@ segments Textual's ``DataTable`` draws for them: every character, style, link an
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -13,6 +15,7 @@ from rich.padding import Padding
 from rich.style import Style
 from rich.text import Text
 from textual.app import App, ComposeResult
+from textual.pilot import Pilot
 from textual.renderables.styled import Styled
 from textual.widgets import DataTable
 
@@ -86,6 +89,17 @@ class _Table(App[None]):
         yield RunsTable(clock=lambda: START.timestamp() + 3600)
 
 
+@contextlib.asynccontextmanager
+async def _thirty_runs() -> AsyncIterator[tuple[Pilot[None], RunsTable]]:
+    """A runs table of thirty runs in every state, drawn at 100x24."""
+    app = _Table()
+    async with app.run_test(size=(100, 24)) as pilot:
+        table = app.query_one(RunsTable)
+        _show_thirty_runs(table)
+        await pilot.pause()
+        yield pilot, table
+
+
 def _show_thirty_runs(table: RunsTable) -> None:
     jobs = ("train", "evaluate-a-model-with-a-long-name", "x")
     moments = [START + dt.timedelta(minutes=index) for index in range(30)]
@@ -103,11 +117,8 @@ def test_every_cell_of_the_runs_table_is_drawn_as_datatable_draws_it() -> None:
     """Every visible cell, under the cursor, the hover and neither, focused and not."""
 
     async def scenario() -> None:
-        app = _Table()
-        async with app.run_test(size=(100, 24)) as pilot:
-            table = app.query_one(RunsTable)
-            _show_thirty_runs(table)
-            await pilot.pause()
+        async with _thirty_runs() as (pilot, table):
+            app = table.app
             table.hover_coordinate = table.cursor_coordinate.down()
             compared = 0
             for focused in (True, False):
@@ -153,11 +164,7 @@ def test_a_drawing_of_the_table_works_out_its_style_once_and_draws_what_datatabl
     monkeypatch.setattr(DataTable, "rich_style", property(counted))
 
     async def scenario() -> None:
-        app = _Table()
-        async with app.run_test(size=(100, 24)) as pilot:
-            table = app.query_one(RunsTable)
-            _show_thirty_runs(table)
-            await pilot.pause()
+        async with _thirty_runs() as (_pilot, table):
             region = table.region.reset_offset
             caches = (table._line_cache, table._row_render_cache, table._cell_render_cache)
             for cache in caches:  # every line drawn afresh, with nothing else between

@@ -65,9 +65,9 @@ def collect_garbage_in_larger_batches() -> None:
     Starting the TUI makes and drops a few hundred thousand objects (widgets, styles, segments of
     each drawn line). At the default thresholds the collector ran about 170 times before the first
     screenful of runs, once over every object the modules made, and took 50-60 ms of a 0.4 s start
-    (a bare Textual app: 15 ms). At these it runs about 95 times, all before the app starts, in 13
-    ms; the first screenful came 0.08-0.1 s sooner. A running app's garbage is still collected, in
-    fewer and larger passes. Called first, before Textual is imported, so its imports gain too.
+    (a bare Textual app: 15 ms). At these it runs about 18 times, in 20-27 ms, and the first
+    screenful came about 50 ms sooner (``bench/startup.py``). A running app's garbage is still
+    collected, in fewer and larger passes. Called first, before Textual is imported.
     """
     gc.set_threshold(*GARBAGE_THRESHOLDS)
 

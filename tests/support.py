@@ -28,6 +28,7 @@ from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
 from x_tui.app.run_follower import PollIntervals
+from x_tui.backends.local.process import ProcessInfo, process_info
 from x_tui.compute.store import RunHandle
 
 T = TypeVar("T")
@@ -67,6 +68,23 @@ def wait_for(
             raise AssertionError(f"gave up waiting for {what} after {deadline:g} s")
         time.sleep(every)
     return found
+
+
+def wait_for_worker_arguments(pid: int) -> ProcessInfo:
+    """Wait until process ``pid`` shows a worker's arguments (``--spec``); what the system says
+    of it then.
+
+    Until the kernel has set up a process's new program, its command line reads empty or as its
+    parent's, and a local run's status asked then finds no worker and says failed. x-tui waits
+    for this before it writes a run's handle; a test that starts a worker-like process by hand
+    waits here.
+    """
+
+    def shown() -> ProcessInfo | None:
+        info = process_info(pid)
+        return info if info is not None and "--spec" in (info.argv or ()) else None
+
+    return wait_for(shown, f"process {pid} to show its own arguments")
 
 
 async def wait_until(

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 
-from tests.support import DEADLINE, wait_for, wait_until
+from tests.support import DEADLINE, wait_for, wait_for_worker_arguments, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.deadlines import Deadlines
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
@@ -211,6 +211,7 @@ def _three_runs(
         ],
         stdin=subprocess.PIPE,
     )
+    wait_for_worker_arguments(worker.pid)
     going, _ = _local_run(state_dir, "going", worker.pid, 3)
     store = RunStore(state_dir / "compute" / "runs")
     for handle in (done, damaged, going):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_for
+from tests.support import wait_for_worker_arguments
 from x_tui.backends.local import process as local_process
 from x_tui.backends.local.backend import LocalBackend
 from x_tui.compute.backend import Capability, ComputeBackend, RunState, capabilities_of
@@ -219,23 +219,13 @@ def worker_like(run_dir: Path) -> list[str]:
     ]
 
 
-def _with_own_arguments(
-    info: local_process.ProcessInfo | None,
-) -> local_process.ProcessInfo | None:
-    return info if info is not None and "--spec" in (info.argv or ()) else None
-
-
 def test_a_reused_pid_does_not_read_as_the_worker(tmp_path: Path) -> None:
     run_id = new_run_id("reused")
     run_dir = tmp_path / run_id
     run_dir.mkdir()
     worker = subprocess.Popen(worker_like(run_dir), start_new_session=True)
     try:
-        # Until it has exec'd, the child still shows the parent's command line.
-        info = wait_for(
-            lambda: _with_own_arguments(local_process.process_info(worker.pid)),
-            "the worker-like process to show its own arguments",
-        )
+        info = wait_for_worker_arguments(worker.pid)
         backend = LocalBackend({"state_dir": str(tmp_path)})
         same_start = local_handle(run_id, run_dir, worker.pid, start_time=info.start_time)
         other_start = local_handle(run_id, run_dir, worker.pid, start_time="1")
@@ -513,19 +503,9 @@ def test_many_runs_are_read_in_one_call_and_a_broken_one_hides_none_of_the_other
     damaged_dir = substrax_run_dir(state, damaged)
     (damaged_dir / "outputs" / "manifest.json").write_text('{"schema_version": 2, "job": ')
     going_dir = substrax_run_dir(state, going)
-    worker = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import time; time.sleep(600)",
-            "--spec",
-            str(going_dir / "spec.json"),
-            "--outputs",
-            str(going_dir / "outputs"),
-        ],
-        process_group=0,
-    )
+    worker = subprocess.Popen(worker_like(going_dir), process_group=0)
     try:
+        wait_for_worker_arguments(worker.pid)
         handles = [
             local_handle(done, done_dir, exited.pid, start_time=None),
             local_handle(damaged, damaged_dir, exited.pid, start_time=None),

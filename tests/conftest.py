@@ -10,7 +10,6 @@ and under that worker's own temporary directory.
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 import signal
 import sys
@@ -107,41 +106,17 @@ def own_user_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Start each parallel worker on its share of the slow tests.
+    """Start each parallel worker on whole test files with slow tests
+    (:func:`tests.support.deal_to_workers`), so none is left alone with a slow one at the end."""
+    from tests.support import deal_to_workers
 
-    pytest-xdist's ``worksteal`` schedule gives each worker one contiguous slice of the collection
-    and lets an idle worker take the far end of a busy one's. Left in collection order, the slow
-    tests (tens of seconds of waiting on real processes) bunch in a few slices, and one of them,
-    reached last, keeps its worker busy after the others are done.
-
-    Here each test file with a slow test goes whole to the start of one worker's slice, the file
-    with the most slow tests first, each to the slice with the fewest slow tests so far. A file
-    stays in one worker, so its module fixtures (a real SkyPilot API server, an inspected
-    SkyPilot) are made once. The other files keep their order and fill the slices after.
-    """
     workers = getattr(config, "workerinput", {}).get("workercount", 1)
-    files: dict[str, list[pytest.Item]] = {}
-    for item in items:
-        files.setdefault(item.nodeid.split("::", 1)[0], []).append(item)
-    slow_in = {name: sum(_is_slow(item) for item in tests) for name, tests in files.items()}
-    if workers < 2 or not any(slow_in.values()):
-        return
-    fronts: list[list[pytest.Item]] = [[] for _ in range(workers)]
-    weights = [0] * workers
-    for name in sorted((name for name in files if slow_in[name]), key=lambda n: -slow_in[n]):
-        lightest = weights.index(min(weights))
-        fronts[lightest] += files[name]
-        weights[lightest] += slow_in[name]
-    rest = iter([item for name, tests in files.items() if not slow_in[name] for item in tests])
-    ordered: list[pytest.Item] = []
-    for worker, front in enumerate(fronts):  # the slices' sizes as worksteal cuts them
-        size = (len(items) - len(ordered)) // (workers - worker)
-        ordered += front + list(itertools.islice(rest, max(size - len(front), 0)))
-    items[:] = ordered + list(rest)
-
-
-def _is_slow(item: pytest.Item) -> bool:
-    return item.get_closest_marker("slow") is not None
+    items[:] = deal_to_workers(
+        items,
+        workers,
+        file_of=lambda item: item.nodeid.split("::", 1)[0],
+        is_slow=lambda item: item.get_closest_marker("slow") is not None,
+    )
 
 
 def pytest_sessionfinish() -> None:

@@ -14,6 +14,7 @@ import contextlib
 import datetime as dt
 import fcntl
 import io
+import itertools
 import os
 import subprocess
 import sys
@@ -68,6 +69,51 @@ def wait_for(
             raise AssertionError(f"gave up waiting for {what} after {deadline:g} s")
         time.sleep(every)
     return found
+
+
+def deal_to_workers(
+    items: Sequence[T], workers: int, *, file_of: Callable[[T], str], is_slow: Callable[[T], bool]
+) -> list[T]:
+    """The tests in the order that starts each of ``workers`` parallel workers on slow ones.
+
+    pytest-xdist's ``worksteal`` schedule gives each worker one contiguous slice of the collection
+    and lets an idle worker take the far end of a busy one's. Left in collection order, the slow
+    tests (tens of seconds of waiting on real processes) bunch in a few slices, and one of them,
+    reached last, keeps its worker busy after the others are done.
+
+    Here each test file with a slow test goes whole to the start of one worker's slice, the file
+    with the most slow tests first, each to the slice with the fewest slow tests so far. A file
+    stays in one worker, so its module fixtures (a real SkyPilot API server, an inspected
+    SkyPilot) are made once. The other files keep their order and fill the slices after. With
+    fewer than two workers, or no slow test, the order is left as it is.
+
+    Args:
+        items: The tests, in collection order.
+        workers: How many workers share them.
+        file_of: A test's file.
+        is_slow: Whether a test is slow.
+
+    Returns:
+        Every test of ``items``, each once.
+    """
+    files: dict[str, list[T]] = {}
+    for item in items:
+        files.setdefault(file_of(item), []).append(item)
+    slow_in = {name: sum(map(is_slow, tests)) for name, tests in files.items()}
+    if workers < 2 or not any(slow_in.values()):
+        return list(items)
+    fronts: list[list[T]] = [[] for _ in range(workers)]
+    weights = [0] * workers
+    for name in sorted((name for name in files if slow_in[name]), key=lambda n: -slow_in[n]):
+        lightest = weights.index(min(weights))
+        fronts[lightest] += files[name]
+        weights[lightest] += slow_in[name]
+    rest = iter([item for name, tests in files.items() if not slow_in[name] for item in tests])
+    ordered: list[T] = []
+    for worker, front in enumerate(fronts):  # the slices' sizes as worksteal cuts them
+        size = (len(items) - len(ordered)) // (workers - worker)
+        ordered += front + list(itertools.islice(rest, max(size - len(front), 0)))
+    return ordered  # the last slice took what the others left
 
 
 def wait_for_worker_arguments(pid: int) -> ProcessInfo:

@@ -8,13 +8,22 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
 from tests.compute.test_telemetry import run_worker
 from x_tui.compute.telemetry_read import RunMetrics, metrics_document, read_telemetry
-from x_tui.compute.worker.telemetry import ROCM_ARGUMENTS, TELEMETRY_NAME, parse_rocm_json
+from x_tui.compute.worker.run_processes import descendants
+from x_tui.compute.worker.telemetry import (
+    ROCM_ARGUMENTS,
+    TELEMETRY_NAME,
+    gpu_reader,
+    parse_rocm_json,
+)
 
 pytestmark = pytest.mark.timeout(120)
 
@@ -80,3 +89,30 @@ def test_rocm_json_is_read_whatever_shape_it_comes_in() -> None:
         rows = parse_rocm_json(text)
         assert all(figures == [None] * 5 for _index, _name, figures in rows)
     assert "--json" in ROCM_ARGUMENTS
+
+
+def test_a_rocm_smi_being_started_is_never_counted_as_the_runs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """``Popen`` returns only after the child exists: a walk of the run's processes in that window
+    waits for the reader to know its tool's pid, rather than count the tool as the run's."""
+    child_exists = threading.Event()
+    real_popen = subprocess.Popen
+
+    class SlowToReturn(real_popen):  # type: ignore[misc,valid-type]
+        def __init__(self, *args: object, **kwargs: object) -> None:
+            super().__init__(*args, **kwargs)
+            child_exists.set()
+            time.sleep(0.3)  # as a loaded machine can take between fork and return
+
+    monkeypatch.setenv("PATH", _path_without_nvidia_smi())
+    monkeypatch.setattr(subprocess, "Popen", SlowToReturn)
+    reader = gpu_reader(1.0)
+    try:
+        assert child_exists.wait(10)
+        with reader.steady() as own:
+            strangers = set(descendants(os.getpid())) - own
+        assert own, "the tool being started is the reader's own once the walk may begin"
+        assert not strangers, "no process of this test but the reader's rocm-smi exists"
+    finally:
+        reader.stop()

@@ -34,7 +34,8 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,6 +98,17 @@ class _GpuReader:
         self.latest: dict[int, list[float | int | None]] = {}
         self.names: dict[int, str] = {}
         self._lock = threading.Lock()
+        self._starting = threading.Lock()
+
+    @contextmanager
+    def steady(self) -> Iterator[set[int]]:
+        """The reader's own processes, with none being started until the block ends.
+
+        A tool is started while this is held only after the block, and one being started now is
+        waited for, so a walk of the run's processes inside the block never meets a tool of the
+        reader's whose pid it was not given (``Popen`` returns after the child already exists)."""
+        with self._starting:
+            yield self.own_pids()
 
     @property
     def found(self) -> bool:
@@ -300,17 +312,18 @@ class _RocmReader(_GpuReader):
             self._stopped.wait(self._seconds)
 
     def _ask(self) -> list[tuple[int, str, list[float | int | None]]]:
-        try:
-            process = subprocess.Popen(
-                [self._tool, *ROCM_ARGUMENTS],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-            )
-        except (OSError, ValueError, subprocess.SubprocessError):
-            self._stopped.set()  # it cannot be started: no GPU samples, as without the tool
-            return []
-        self._asking = process.pid
+        with self._starting:
+            try:
+                process = subprocess.Popen(
+                    [self._tool, *ROCM_ARGUMENTS],
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.DEVNULL,
+                )
+            except (OSError, ValueError, subprocess.SubprocessError):
+                self._stopped.set()  # it cannot be started: no GPU samples, as without the tool
+                return []
+            self._asking = process.pid
         spare(process.pid)
         timer = threading.Timer(_ROCM_TIMEOUT, process.kill)  # a hung tool is ended
         timer.start()
@@ -549,14 +562,16 @@ class TelemetrySampler:
         self._gpus = gpu_reader(self._seconds)
         root = os.getpid()
         named: dict[int, str] = {}
-        before_ticks, _rss, _count = _tree_usage(root, self._gpus.own_pids())
+        with self._gpus.steady() as own:
+            before_ticks, _rss, _count = _tree_usage(root, own)
         before_at = time.monotonic()
         while not self._stop.wait(self._seconds):
             names, rows = self._gpus.snapshot()
             if names != named and names:
                 named = names
                 file.set_devices(names)
-            ticks, rss, count = _tree_usage(root, self._gpus.own_pids())
+            with self._gpus.steady() as own:
+                ticks, rss, count = _tree_usage(root, own)
             now_at = time.monotonic()
             elapsed = max(now_at - before_at, 1e-6)
             cpu = max(0.0, (ticks - before_ticks) / _CLOCK_TICKS / elapsed * 100)

@@ -91,6 +91,13 @@ def test_rocm_json_is_read_whatever_shape_it_comes_in() -> None:
     assert "--json" in ROCM_ARGUMENTS
 
 
+def _is_rocm_smi(pid: int) -> bool:
+    try:
+        return b"rocm-smi" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+
+
 def test_a_rocm_smi_being_started_is_never_counted_as_the_runs(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -111,8 +118,8 @@ def test_a_rocm_smi_being_started_is_never_counted_as_the_runs(
     try:
         assert child_exists.wait(10)
         with reader.steady() as own:
-            strangers = set(descendants(os.getpid())) - own
-        assert own, "the tool being started is the reader's own once the walk may begin"
-        assert not strangers, "no process of this test but the reader's rocm-smi exists"
+            tools = {pid for pid in descendants(os.getpid()) if _is_rocm_smi(pid)}
+        # (The tool may have answered and been reaped by the time the walk may begin.)
+        assert tools <= own, "a walk in the window meets the tool as the reader's own"
     finally:
         reader.stop()

@@ -86,9 +86,9 @@ def _child_bare(marker: Path) -> None:
 def _child_xtui(marker: Path) -> None:
     from typing import Any
 
-    from x_tui.app import collect_garbage_in_larger_batches
+    from x_tui.app import hold_garbage_until_first_frame
 
-    collect_garbage_in_larger_batches()  # first, as ``x-tui`` itself starts (``run_app``)
+    hold_garbage_until_first_frame()  # first, as ``x-tui`` itself starts (``run_app``)
     from x_tui.app.app import XTuiApp
     from x_tui.app.service import Service
 

@@ -36,7 +36,7 @@ def run_app(
     Returns:
         The exit status: 0 after a normal quit.
     """
-    collect_garbage_in_larger_batches()
+    hold_garbage_until_first_frame()
     from x_tui.app.settings import apply_low_bandwidth_environment, load_settings
 
     settings = load_settings(settings_file)
@@ -58,6 +58,8 @@ def run_app(
 GARBAGE_THRESHOLDS = (50_000, 20, 10)
 """The cycle collector's thresholds while the TUI runs (Python's defaults: 700, 10, 10)."""
 
+_held_for_start = False
+
 
 def collect_garbage_in_larger_batches() -> None:
     """Run Python's cycle collector after 50,000 new objects instead of 700.
@@ -65,11 +67,39 @@ def collect_garbage_in_larger_batches() -> None:
     Starting the TUI makes and drops a few hundred thousand objects (widgets, styles, segments of
     each drawn line). At the default thresholds the collector ran about 170 times before the first
     screenful of runs, once over every object the modules made, and took 50-60 ms of a 0.4 s start
-    (a bare Textual app: 15 ms). At these it runs about 18 times, in 20-27 ms, and the first
-    screenful came about 50 ms sooner (``bench/startup.py``). A running app's garbage is still
-    collected, in fewer and larger passes. Called first, before Textual is imported.
+    (a bare Textual app: 15 ms). At these it runs about 18 times, in 20-27 ms. A running app's
+    garbage is still collected, in fewer and larger passes.
     """
     gc.set_threshold(*GARBAGE_THRESHOLDS)
+
+
+def hold_garbage_until_first_frame() -> None:
+    """No cycle collection until the app's first frame (:func:`collect_garbage_from_now_on`).
+
+    What start-up makes (modules, classes, styles, widgets) lives as long as the app, so a pass
+    over it finds nearly nothing: even at :data:`GARBAGE_THRESHOLDS` one pass during start-up took
+    13 ms, a twentieth of the time to the first screenful of runs. Called first, before Textual
+    is imported (``run_app``; the benchmarks, as ``x-tui`` starts).
+    """
+    global _held_for_start
+    collect_garbage_in_larger_batches()
+    gc.disable()
+    _held_for_start = True
+
+
+def collect_garbage_from_now_on() -> None:
+    """After the first frame: what start-up made is frozen (never scanned again), and the
+    collector runs from here at :data:`GARBAGE_THRESHOLDS`.
+
+    Does nothing unless :func:`hold_garbage_until_first_frame` held the collector, so an app
+    run by a test (or inside another program) leaves that process's collector as it found it.
+    """
+    global _held_for_start
+    if not _held_for_start:
+        return
+    _held_for_start = False
+    gc.freeze()
+    gc.enable()
 
 
 def wait_for_submits(service: Service) -> None:

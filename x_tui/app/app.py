@@ -38,6 +38,7 @@ from textual.screen import Screen
 from textual.signal import Signal
 from textual.widget import Widget
 
+from x_tui.app import collect_garbage_from_now_on
 from x_tui.app.app_context import AppContext
 from x_tui.app.fallback_screens import FailureScreen, TooSmallScreen, too_small
 from x_tui.app.main_screen import MainScreen
@@ -157,6 +158,10 @@ class XTuiApp(AppContext):
         self.monitor.start()
         self.screen_change_signal.subscribe(self, self._screen_changed)
         self._fit(self.size)
+
+    def on_ready(self) -> None:
+        """The first frame is on the screen: Python's cycle collector runs from now on."""
+        collect_garbage_from_now_on()
 
     def on_unmount(self) -> None:
         """Stop the monitor's threads (runs are left running) and keep the view."""

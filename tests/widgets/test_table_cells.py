@@ -42,6 +42,11 @@ CELLS = [
     Text("ell" * 10, overflow="ellipsis"),
     Text.assemble(("a", "red"), ("b", Style(link="https://example.com")), "c"),
     Text("end", end=""),
+    Text("left", justify="left", style="on blue"),
+    Text("centre", justify="center", style="italic"),
+    Text.assemble(("styled", "bold"), " and spans", style="on #202020"),
+    Text("", style="dim"),
+    Text("x", style=Style(link="https://example.com/x")),
 ]
 PRE_STYLES = [
     Style(),

@@ -235,7 +235,7 @@ class RunsTable(DataTable[Text]):
         hover: bool = False,
     ) -> list[list[Segment]]:
         """A cell's lines, as ``DataTable`` draws them; a run's one-line text cell is drawn by
-        :class:`~x_tui.widgets.table_cells.TextCells`, at half the cost (see there)."""
+        :class:`~x_tui.widgets.table_cells.TextCells`, at a third of the cost (see there)."""
         if min(row_index - self.fixed_rows, column_index - self.fixed_columns) < 0:
             return super()._render_cell(row_index, column_index, base_style, width, cursor, hover)
         row_key = self._row_locations.get_key(row_index)

@@ -107,7 +107,12 @@ def own_user_files(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Start each parallel worker on whole test files with slow tests
-    (:func:`tests.support.deal_to_workers`), so none is left alone with a slow one at the end."""
+    (:func:`tests.support.deal_to_workers`), so none is left alone with a slow one at the end.
+
+    A file whose tests share a machine-wide lock (marked ``one_worker``: the snapshot files, whose
+    paths are on screen) is dealt the same way: spread over the workers, they met at the end of
+    the run and all but one waited on the lock, some 15 s of the suite's last 20.
+    """
     from tests.support import deal_to_workers
 
     workers = getattr(config, "workerinput", {}).get("workercount", 1)
@@ -115,7 +120,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         items,
         workers,
         file_of=lambda item: item.nodeid.split("::", 1)[0],
-        is_slow=lambda item: item.get_closest_marker("slow") is not None,
+        is_slow=lambda item: any(item.get_closest_marker(name) for name in ("slow", "one_worker")),
     )
 
 

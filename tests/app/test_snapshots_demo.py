@@ -18,6 +18,8 @@ from x_tui.demo import prepare_demo_project
 
 from .conftest import make_app, screen_text
 
+pytestmark = pytest.mark.one_worker  # the lock on the fixed paths (see the fixture)
+
 BASE = Path("/tmp/x-tui-demo-snapshot")
 """A fixed place for the demo's copy and state (a path may be on screen)."""
 

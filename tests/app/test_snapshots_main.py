@@ -25,6 +25,8 @@ from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
 
 from .conftest import keep_final_states, make_app, save_handle
 
+pytestmark = pytest.mark.one_worker  # the lock on the fixed paths (see the fixture)
+
 NOW = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 
 SnapCompare = Callable[..., bool]

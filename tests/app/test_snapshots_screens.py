@@ -29,6 +29,8 @@ from x_tui.compute.worker.spec import Accelerator
 from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run
 
+pytestmark = pytest.mark.one_worker  # the lock on the fixed paths (see the fixture)
+
 BASE = Path("/tmp/x-tui-screen-snapshots")
 """A fixed place for the snapshot's files, because their paths are on screen."""
 

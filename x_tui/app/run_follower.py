@@ -37,7 +37,6 @@ import os
 import threading
 import time
 from collections.abc import Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -53,6 +52,7 @@ from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_reco
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
+from x_tui.compute.deadline import DaemonPool
 from x_tui.compute.store import RunHandle, RunListing, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps
 
@@ -173,7 +173,7 @@ class RunFollower:
         """Each run whose submit has not finished (or never did), from its launch record."""
         self._stored = StoredRuns(handles=(), unreadable={})
         self._sweeps = StoredSweeps(sweeps=(), unreadable={})
-        self._pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="x-tui status")
+        self._pool = DaemonPool(parallel, name="x-tui status")
         self._threads: list[threading.Thread] = []
         self._head: RunListing | None = None
         """The store's index head, read by :meth:`start` (``None``: none to believe)."""
@@ -294,7 +294,7 @@ class RunFollower:
         with self._interrupts_lock:
             for interrupt in self._interrupts:
                 interrupt.set()
-        self._pool.shutdown(wait=False, cancel_futures=True)
+        self._pool.shutdown()
         self._save_final_states()
 
     def first_shown(self) -> None:

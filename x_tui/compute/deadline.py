@@ -3,11 +3,15 @@
 A call that has not answered in time raises the error its caller names, and its thread is
 abandoned (never joined), so a hung provider cannot hang the UI, the CLI or the worker thread
 that asked. A stream (a listing, a file's chunks, log lines) gets an idle deadline instead: each
-next item must come within it, however long the whole stream takes.
+next item must come within it, however long the whole stream takes. Calls that wait out such
+deadlines on a few threads of their own go to a :class:`DaemonPool`, whose threads do not keep
+the program from exiting while they wait.
 """
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import queue
 import threading
 from collections.abc import Callable, Iterable, Iterator
@@ -124,3 +128,71 @@ def iterate_with_deadline(
             yield cast(T, item)
     finally:
         stop.set()
+
+
+class DaemonPool:
+    """Up to ``workers`` daemon threads that run the calls submitted to them, in order.
+
+    ``concurrent.futures.ThreadPoolExecutor`` joins its threads when the interpreter exits, so a
+    thread waiting out a hung provider's deadline (10 s for a status) kept a quit ``x-tui`` on the
+    screen that long. These threads are daemons: the program exits at once, abandoning them, as
+    :func:`call_with_deadline` abandons the call itself. A call's exception is dropped, as an
+    executor's unread future drops it: the calls submitted here report their own failures.
+    """
+
+    def __init__(self, workers: int, *, name: str) -> None:
+        """A pool of at most ``workers`` threads, named ``name_0``, ``name_1``...
+
+        Args:
+            workers: The most threads at once (each started with the first call it is needed for).
+            name: The threads' name's prefix.
+        """
+        self._workers = max(1, workers)
+        self._name = name
+        self._calls: queue.SimpleQueue[Callable[[], object] | None] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._started = 0
+        self._idle = 0
+        self._shut = False
+
+    def submit(self, call: Callable[..., object], *args: object) -> None:
+        """Run ``call(*args)`` on a pool thread, as soon as one is free.
+
+        Raises:
+            RuntimeError: If the pool was shut down.
+        """
+        with self._lock:
+            if self._shut:
+                raise RuntimeError("the pool was shut down")
+            self._calls.put(functools.partial(call, *args))
+            if self._idle:
+                self._idle -= 1  # that thread takes this call
+                return
+            if self._started < self._workers:
+                thread = threading.Thread(
+                    target=self._serve, name=f"{self._name}_{self._started}", daemon=True
+                )
+                self._started += 1
+                thread.start()
+
+    def shutdown(self) -> None:
+        """Take no more calls and drop those not started; the ones running are left to end."""
+        with self._lock:
+            self._shut = True
+            while True:
+                try:
+                    self._calls.get_nowait()
+                except queue.Empty:
+                    break
+            for _ in range(self._started):
+                self._calls.put(None)
+
+    def _serve(self) -> None:
+        while True:
+            call = self._calls.get()
+            if call is None:
+                return
+            with contextlib.suppress(Exception):  # (the call reports its own failures)
+                call()
+            with self._lock:
+                self._idle += 1

@@ -75,3 +75,20 @@ async def test_an_app_not_started_by_run_app_leaves_the_collector_alone(
         await pilot.pause()
         assert not gc.isenabled()
         assert gc.get_freeze_count() == frozen
+
+
+def test_an_app_that_ends_before_its_first_frame_leaves_the_collector_running(
+    state_dir: Path, collector_restored: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``run_app`` holds the collector; an app that fails before it draws never lets it go, so
+    ``run_app`` does, before it waits for the submits still going (which may take minutes)."""
+    from x_tui import app as app_package
+
+    seen_while_waiting: list[bool] = []
+    monkeypatch.setattr(XTuiApp, "run", lambda self: 1)  # ended at once, no frame drawn
+    monkeypatch.setattr(
+        app_package, "wait_for_submits", lambda service: seen_while_waiting.append(gc.isenabled())
+    )
+
+    assert app_package.run_app(None) == 1
+    assert seen_while_waiting == [True]

@@ -20,13 +20,14 @@ def test_calls_run_on_at_most_the_pools_threads_each_a_daemon() -> None:
     pool = DaemonPool(2, name="test pool")
     release = threading.Event()
     running: list[str] = []
+    daemons: list[bool] = []
     done: list[int] = []
     lock = threading.Lock()
 
     def call(number: int) -> None:
         with lock:
             running.append(threading.current_thread().name)
-        assert threading.current_thread().daemon
+            daemons.append(threading.current_thread().daemon)
         release.wait(DEADLINE)
         with lock:
             done.append(number)
@@ -38,6 +39,7 @@ def test_calls_run_on_at_most_the_pools_threads_each_a_daemon() -> None:
     release.set()
     wait_for(lambda: sorted(done) == [0, 1, 2, 3, 4], "every call")
     assert set(running) == {"test pool_0", "test pool_1"}
+    assert daemons == [True] * 5  # none of them keeps the program from exiting
     pool.shutdown()
 
 

@@ -51,6 +51,7 @@ def run_app(
 
     app = XTuiApp(project, demo=demo, settings=settings)
     result = app.run()
+    collect_garbage_from_now_on()  # an app that ended before its first frame never did
     wait_for_submits(app.service)
     return result if isinstance(result, int) else app.return_code or 0
 

@@ -101,7 +101,9 @@ def test_a_modal_run_shows_live_cancels_and_fetches_from_the_tui(
             assert isinstance(screen, RunScreen)
             assert screen.handle.backend == "modal"
             await wait_until(pilot, lambda: "second sleeping" in _text(app), "the log line")
-            assert screen.state is RunState.RUNNING
+            # The log streams on its own; the state comes from the status poll, which may have
+            # asked before the function call started.
+            await wait_until(pilot, lambda: screen.state is RunState.RUNNING, "running")
             screen.query_one("#run-tabs", TabbedContent).active = "tab-manifest"
             await wait_until(
                 pilot,

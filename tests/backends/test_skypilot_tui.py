@@ -137,7 +137,11 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
             await wait_until(
                 pilot, lambda: "second sleeping" in _text(app), "the log line", deadline=DEADLINE
             )
-            assert screen.state is RunState.RUNNING
+            # The log streams on its own; the state comes from the status poll, a `sky` call of
+            # its own that may have asked before the job started.
+            await wait_until(
+                pilot, lambda: screen.state is RunState.RUNNING, "running", deadline=DEADLINE
+            )
             screen.query_one("#run-tabs", TabbedContent).active = "tab-manifest"
             await wait_until(
                 pilot,

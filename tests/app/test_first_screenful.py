@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from x_tui.app.app import XTuiApp
 from x_tui.app.final_states import read_recent_final_states, write_final_states
 from x_tui.app.run_follower import RunFollower
 from x_tui.app.service import Service
+from x_tui.compute import operations
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunListing, RunStore, StoredRuns
 from x_tui.compute.store_index import HEAD_ROWS
@@ -279,3 +281,50 @@ def test_a_newest_run_still_going_is_polled_before_the_store_is_read_whole(
     follow(follower)
     assert ("poll seen", True, [], {}) in follower.events
     assert {run for call in follower.polled for run in call} == {going}
+
+
+def test_the_launch_records_wait_for_the_first_screenful_of_a_large_store(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Their thread starts with the app; reading them loads modules and an inotify binding
+    (about 9 ms of CPU) that would be taken from the screen drawing its first frame."""
+    monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 0.02)
+    make_store(state_dir)  # more runs than the head holds
+    reads: list[object] = []
+    real_read = operations.read_launches
+    monkeypatch.setattr(
+        operations, "read_launches", lambda store: reads.append(store) or real_read(store)
+    )
+    follower = Recording(Service())
+    follower.first_pause = DEADLINE  # only being told the runs are shown ends the wait
+    follower.start()
+    try:
+        time.sleep(0.5)  # twenty-five of the launch thread's looks, were it not waiting
+        assert reads == []
+        assert follower.events[0][:2] == ("listed", False)  # the newest runs are posted
+        follower.first_shown()
+        wait_for(lambda: reads, "the launch records read once the newest runs are shown")
+        assert follower.complete.wait(DEADLINE)
+    finally:
+        follower.stop()
+
+
+def test_the_launch_records_of_a_store_its_head_holds_whole_are_read_at_once(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 0.02)
+    for index in range(3):
+        save_handle(state_dir, run_id=run_id(index), job="train", submitted_at=START)
+    RunStore(state_dir / "compute" / "runs").read_all()
+    reads: list[object] = []
+    real_read = operations.read_launches
+    monkeypatch.setattr(
+        operations, "read_launches", lambda store: reads.append(store) or real_read(store)
+    )
+    follower = Recording(Service())
+    follower.first_pause = DEADLINE  # no first screenful to wait for: never waited on
+    follower.start()
+    try:
+        wait_for(lambda: reads, "the launch records read without being told")
+    finally:
+        follower.stop()

@@ -446,6 +446,18 @@ class RunFollower:
         the rest (from the store's index: only the files that changed are read)."""
         self._shown.wait(self.first_pause)
 
+    def _wait_first_screenful(self) -> None:
+        """Where the newest runs were posted from the index head and the rest is still to read,
+        let the UI show them first (:meth:`_wait_shown`); otherwise go on at once.
+
+        The launch records' thread starts with the app: its first read (loading the launch
+        records' module and the inotify binding, about 9 ms of CPU) would otherwise take the
+        interpreter from the screen building its first frame.
+        """
+        head = self._head
+        if head is not None and not head.complete:
+            self._wait_shown()
+
     def _read_head(self) -> RunListing | None:
         """Keep the store's newest runs from its index head, with the newest runs' final states.
 
@@ -620,7 +632,8 @@ class RunFollower:
         """Read the launch records each :data:`LAUNCH_SECONDS` while there are some (a
         submitter may die); while there are none, sleep until their directory changes (where
         inotify tells it, else look at it each :data:`LAUNCH_SECONDS`)."""
-        from x_tui.compute.launches import launches_dir  # (in this thread, not at start-up)
+        self._wait_first_screenful()
+        from x_tui.compute.launches import launches_dir  # (in this thread, after the first frame)
 
         directory = launches_dir(self.service.store.root)
         with contextlib.suppress(OSError):

@@ -315,7 +315,13 @@ def test_the_launch_records_of_a_store_its_head_holds_whole_are_read_at_once(
     monkeypatch.setattr(run_follower, "LAUNCH_SECONDS", 0.02)
     for index in range(3):
         save_handle(state_dir, run_id=run_id(index), job="train", submitted_at=START)
-    RunStore(state_dir / "compute" / "runs").read_all()
+    store = RunStore(state_dir / "compute" / "runs")
+    past = dt.datetime.now(dt.UTC).timestamp() - 60
+    os.utime(store.root, (past, past))  # written a quiet minute ago: its head is believed
+    store.read_all()
+    head = store.head()
+    assert head is not None
+    assert head.complete
     reads: list[object] = []
     real_read = operations.read_launches
     monkeypatch.setattr(

@@ -10,8 +10,9 @@ after one warm-up sample of each (not counted) that writes the modules' bytecode
 interpreter keeps it (``PYTHONDONTWRITEBYTECODE`` is dropped for the samples); ``--compile``
 measures starts that compile every module instead (no bytecode read or kept).
 
-The process's own CPU seconds at each marker are printed too: on a machine shared with other
-work, wall times vary with the load, CPU times much less.
+The process's own CPU seconds at each marker (all its threads, ``time.process_time``) are printed
+too, best and pair by pair: on a machine shared with other work, wall times vary with the load, CPU
+times much less.
 
 With a store listed before (as any earlier start or ``x-tui status`` leaves it), the first
 screenful comes from the store index's head and the newest runs' kept final states (a few
@@ -123,10 +124,10 @@ def _child_xtui(marker: Path) -> None:
 
 
 def _mark(marker: Path, what: str) -> None:
-    times = os.times()
     with marker.open("a", encoding="utf-8") as out:
         out.write(f"{what} {time.time()!r}\n")
-        out.write(f"{what}-cpu {times.user + times.system!r}\n")
+        # All threads' CPU, to the microsecond (``os.times`` counts in 10 ms ticks).
+        out.write(f"{what}-cpu {time.process_time()!r}\n")
         out.write(f"{what}-main {time.thread_time()!r}\n")  # the event loop's thread alone
 
 
@@ -223,15 +224,16 @@ def sample(
 
 def measure(
     state: Path, scratch: Path, runs: int, *, samples: int, compile_each_time: bool
-) -> tuple[dict[str, float], list[float]]:
+) -> tuple[dict[str, float], list[float], list[float]]:
     """A warm-up sample of each app, then ``samples`` pairs run back to back.
 
     Returns:
         The best seconds to each marker (``"bare frame"``, ``"x-tui rows"``...), and each pair's
-        x-tui first screenful over its bare app's first frame.
+        x-tui first screenful over its bare app's first frame, in wall and in CPU seconds.
     """
     best: dict[str, float] = {}
     paired: list[float] = []
+    paired_cpu: list[float] = []
     for kind in ("bare", "x-tui"):  # warm-up, not counted: compiles and caches the bytecode
         sample(kind, state, scratch, runs, compile_each_time=compile_each_time)
     for _ in range(samples):
@@ -244,7 +246,9 @@ def measure(
                 best[key] = min(best.get(key, seconds), seconds)
         if "bare frame" in taken and "x-tui rows" in taken:
             paired.append(taken["x-tui rows"] / taken["bare frame"])
-    return best, paired
+        if taken.get("bare frame-cpu") and "x-tui rows-cpu" in taken:
+            paired_cpu.append(taken["x-tui rows-cpu"] / taken["bare frame-cpu"])
+    return best, paired, paired_cpu
 
 
 def main() -> int:
@@ -269,7 +273,7 @@ def main() -> int:
         state = args.state if args.state is not None else scratch / "state"
         if args.state is None or not (state / "compute" / "runs").is_dir():
             make_store(state, args.runs)
-        best, paired = measure(
+        best, paired, paired_cpu = measure(
             state, scratch, args.runs, samples=args.samples, compile_each_time=args.compile
         )
     bare = best.get("bare frame")
@@ -308,6 +312,11 @@ def main() -> int:
             f"  first {SCREENFUL} runs over the bare frame, sample by sample (each pair run back to"
             f" back): median {statistics.median(paired):.2f}x, from {min(paired):.2f}x to"
             f" {max(paired):.2f}x"
+        )
+    if paired_cpu:
+        print(
+            f"  the same in CPU seconds: median {statistics.median(paired_cpu):.2f}x, from"
+            f" {min(paired_cpu):.2f}x to {max(paired_cpu):.2f}x"
         )
     ok = frame / bare <= 1.5 and frame < 0.5
     print(f"  aim, first frame <= 1.5x and < 0.5 s: {'met' if ok else 'NOT met'}")

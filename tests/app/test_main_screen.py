@@ -146,6 +146,10 @@ async def test_a_broken_config_shows_the_problem_panel_and_the_runs_still_list(
         (project / "pyproject.toml").write_text(pyproject_text(QUICK_JOB), encoding="utf-8")
         await wait_until(pilot, lambda: panel.problem is None, "the fixed config")
         await wait_until(pilot, lambda: app.main_screen.jobs.job_names == ("quick",), "jobs")
+        await wait_until(
+            pilot, lambda: "Configuration problem" not in screen_text(app), "the panel hidden"
+        )
+        assert not panel.display
 
 
 @asynchronous

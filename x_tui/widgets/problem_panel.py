@@ -47,8 +47,15 @@ class ProblemPanel(Static):
             problem: Why the project has no jobs.
         """
         self.problem = problem
-        self.set_class(problem is not None, "-shown")
-        self.set_class(isinstance(problem, NoComputeTable), "-no-project")
+        classes = {
+            "-shown": problem is not None,
+            "-no-project": isinstance(problem, NoComputeTable),
+        }
+        if any(self.has_class(name) != wanted for name, wanted in classes.items()):
+            # One restyle for both classes: each is a pass over the panel's rules.
+            for name, wanted in classes.items():
+                self.set_class(wanted, name, update=False)
+            self.update_node_styles()
         if problem is None:
             self.update("")
             return

@@ -14,6 +14,8 @@ from __future__ import annotations
 import ast
 import json
 import os
+import random
+import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -34,7 +36,7 @@ from x_tui.compute.worker.records import JsonValue
 from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
 
 from .fake_sky import fixtures
-from .fake_sky.harness import SkyTool, free_port, make_locked_project
+from .fake_sky.harness import SkyTool, make_locked_project
 
 sky_tool = fixtures.sky_tool
 
@@ -355,27 +357,78 @@ def test_the_catalog_is_read_from_skypilots_cache_without_the_network(
     ]
 
 
+def queue_port(api_port: int) -> int:
+    """The port SkyPilot 0.14.1's API server on ``api_port`` gives its request queue.
+
+    ``sky.server.requests.queues.mp_queue.get_queue_manager_port``: it moves with the API port, in
+    [50000, 60000). Where it is taken the server exits at once ("process exited unexpectedly").
+    """
+    return 50000 + (11 + api_port - 46580) % 10000
+
+
+def bindable(port: int) -> bool:
+    """Whether a listener could bind 127.0.0.1:``port`` now (as SkyPilot checks: SO_REUSEADDR)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def api_ports(rng: random.Random) -> int:
+    """An API port below the kernel's ephemeral range whose queue port is free as well.
+
+    Below 32768 no outgoing connection takes it; the queue port lies in the ephemeral range
+    whatever the API port, so it is checked, and a start that loses it anyway is tried again.
+    """
+    while True:
+        port = rng.randrange(20000, 32000)
+        if bindable(port) and bindable(queue_port(port)):
+            return port
+
+
+def server_log_errors(home: Path) -> str:
+    log = home / ".sky" / "api_server" / "server.log"
+    if not log.exists():
+        return "no server log"
+    lines = log.read_text(errors="replace").splitlines()
+    errors = [line for line in lines if "Error" in line or "ERROR" in line] or lines[-3:]
+    return " | ".join(line.strip() for line in errors[-3:])
+
+
 @pytest.fixture(scope="module")
 def api_server(real_sky: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """SkyPilot's API server on a port of its own, in a HOME of its own, for this module's tests.
+    """SkyPilot's API server on ports of its own, in a HOME of its own, for this module's tests.
 
-    The first call starts it (as any SkyPilot call does); it is stopped afterwards. Its HOME is
-    the answer.
+    It is started here (``sky api start``) rather than by the first call, so that a start that
+    loses a port to another process of the machine is tried again on other ports; the third
+    failure fails the test with the server's own error lines. It is stopped afterwards. Its HOME
+    is the answer.
     """
     home = tmp_path_factory.mktemp("api-server-home")
+    sky = str(real_sky.parent / "sky")
+    rng = random.Random()
+    failures: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))
         patch.setenv("SKYPILOT_DISABLE_USAGE_COLLECTION", "1")
-        patch.setenv("SKYPILOT_API_SERVER_LOCAL_PORT", str(free_port()))
+        for _ in range(3):
+            port = api_ports(rng)
+            patch.setenv("SKYPILOT_API_SERVER_LOCAL_PORT", str(port))
+            start = subprocess.run(
+                [sky, "api", "start"], capture_output=True, text=True, timeout=180, check=False
+            )
+            if start.returncode == 0:
+                break
+            failures.append(f"port {port}/{queue_port(port)}: {server_log_errors(home)}")
+        else:
+            pytest.fail("SkyPilot's API server did not start: " + "; ".join(failures))
         try:
             yield home
         finally:
-            subprocess.run(
-                [str(real_sky.parent / "sky"), "api", "stop"],
-                capture_output=True,
-                timeout=120,
-                check=False,
-            )
+            subprocess.run([sky, "api", "stop"], capture_output=True, timeout=120, check=False)
 
 
 @pytest.mark.slow

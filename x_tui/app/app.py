@@ -164,7 +164,9 @@ class XTuiApp(AppContext):
         collect_garbage_from_now_on()
 
     def on_unmount(self) -> None:
-        """Stop the monitor's threads (runs are left running) and keep the view."""
+        """Give up the reads in flight, stop the monitor's threads (runs are left running) and
+        keep the view."""
+        self.service.abandon_reads()
         self.monitor.stop()
         keeper = self.view_keeper
         if keeper is not None:

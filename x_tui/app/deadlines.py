@@ -22,6 +22,10 @@ class DeadlinePassed(ProviderError):
     """A backend call did not answer within its deadline; its thread was left to finish alone."""
 
 
+class CallAbandoned(ProviderError):
+    """A backend call given up because x-tui is quitting; its thread was left to finish alone."""
+
+
 @dataclass(frozen=True, kw_only=True, slots=True)
 class Deadlines:
     """Seconds each kind of backend call may take before it is reported as not answering.
@@ -46,7 +50,14 @@ class Deadlines:
     logs: float = 30.0
 
 
-def call_with_deadline(call: Callable[[], T], *, seconds: float, backend: str, what: str) -> T:
+def call_with_deadline(
+    call: Callable[[], T],
+    *,
+    seconds: float,
+    backend: str,
+    what: str,
+    abandonment: deadline.Abandonment | None = None,
+) -> T:
     """Run ``call`` in a daemon thread and wait for it at most ``seconds``.
 
     Args:
@@ -54,12 +65,14 @@ def call_with_deadline(call: Callable[[], T], *, seconds: float, backend: str, w
         seconds: How long to wait.
         backend: The backend's name, for the message.
         what: What the call does (``"status"``, ``"submit"``...), for the message.
+        abandonment: Ends the wait when x-tui quits (for reads only: a write is waited for).
 
     Returns:
         What ``call`` returned.
 
     Raises:
         DeadlinePassed: If ``call`` did not return in time; its thread is left to finish alone.
+        CallAbandoned: If ``abandonment`` was thrown first; its thread is left to finish alone.
         Exception: Whatever ``call`` raised, as it raised it.
     """
     return deadline.call_with_deadline(
@@ -69,4 +82,6 @@ def call_with_deadline(call: Callable[[], T], *, seconds: float, backend: str, w
             f"backend '{backend}': {what} did not answer within {seconds:g} s"
         ),
         name=f"x-tui {backend} {what}",
+        abandonment=abandonment,
+        abandoned=lambda: CallAbandoned(f"backend '{backend}': {what} given up, x-tui is quitting"),
     )

@@ -34,6 +34,7 @@ from x_tui.compute.backend import (
     RunState,
     ability,
 )
+from x_tui.compute.deadline import Abandonment
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
 from x_tui.compute.sweeps import StoredSweeps
 from x_tui.compute.worker.errors import ConfigError, UserError
@@ -72,6 +73,16 @@ class Service:
         self._lock = threading.Lock()
         self._spools = LogSpools(self.logs_dir, open_seconds=self.deadlines.logs)
         self.submits = SubmitTracker(self.store)
+        self._reads = Abandonment()
+
+    def abandon_reads(self) -> None:
+        """Give up every read in flight (plans, states, peeks) and any asked after: x-tui quits.
+
+        Each ends at once with :class:`~x_tui.app.deadlines.CallAbandoned`, so no thread worker
+        of the app waits out a hung provider's deadline while the program exits. Writes (submit,
+        cancel, fetch) are not given up: the user asked for them.
+        """
+        self._reads.abandon()
 
     @property
     def logs_dir(self) -> Path:
@@ -140,6 +151,7 @@ class Service:
             seconds=self.deadlines.plan,
             backend=name,
             what="plan",
+            abandonment=self._reads,
         )
 
     def submit(
@@ -269,6 +281,7 @@ class Service:
             seconds=self.deadlines.status,
             backend=handle.backend,
             what=f"status of {handle.run_id}",
+            abandonment=self._reads,
         )
 
     def statuses(self, handles: Sequence[RunHandle]) -> Mapping[str, RunState | Exception] | None:
@@ -296,6 +309,7 @@ class Service:
             seconds=self.deadlines.status,
             backend=handles[0].backend,
             what=f"status of {len(handles)} runs",
+            abandonment=self._reads,
         )
 
     def cancel(self, handle: RunHandle) -> None:
@@ -413,6 +427,7 @@ class Service:
             seconds=self.deadlines.peek,
             backend=handle.backend,
             what=f"peek at {relative}",
+            abandonment=self._reads,
         )
         return data.encode("utf-8") if isinstance(data, str) else data
 

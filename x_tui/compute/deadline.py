@@ -5,7 +5,8 @@ abandoned (never joined), so a hung provider cannot hang the UI, the CLI or the 
 that asked. A stream (a listing, a file's chunks, log lines) gets an idle deadline instead: each
 next item must come within it, however long the whole stream takes. Calls that wait out such
 deadlines on a few threads of their own go to a :class:`DaemonPool`, whose threads do not keep
-the program from exiting while they wait.
+the program from exiting while they wait; a wait that names an :class:`Abandonment` ends when the
+program quits.
 """
 
 from __future__ import annotations
@@ -28,12 +29,54 @@ class _Failure:
         self.error = error
 
 
+class Abandonment:
+    """Ends at once every wait of :func:`call_with_deadline` that names it, and any asked after.
+
+    A program that quits gives up the calls still in flight, as a passed deadline does, rather
+    than wait them out: a thread that waits is joined at exit (Textual's thread workers are), so a
+    status call to a hung provider would otherwise keep a quit program on the screen until its
+    deadline passed.
+    """
+
+    def __init__(self) -> None:
+        """A switch not yet thrown."""
+        self._lock = threading.Lock()
+        self._waits: set[threading.Event] = set()
+        self._abandoned = False
+
+    @property
+    def abandoned(self) -> bool:
+        """Whether :meth:`abandon` was called."""
+        return self._abandoned
+
+    def abandon(self) -> None:
+        """End every wait in flight now; every wait asked after ends before it starts."""
+        with self._lock:
+            self._abandoned = True
+            waits = list(self._waits)
+        for wait in waits:
+            wait.set()
+
+    def _watch(self, wait: threading.Event) -> bool:
+        with self._lock:
+            if self._abandoned:
+                return False
+            self._waits.add(wait)
+            return True
+
+    def _unwatch(self, wait: threading.Event) -> None:
+        with self._lock:
+            self._waits.discard(wait)
+
+
 def call_with_deadline(
     call: Callable[[], T],
     *,
     seconds: float,
     late: Callable[[], BaseException],
     name: str,
+    abandonment: Abandonment | None = None,
+    abandoned: Callable[[], BaseException] | None = None,
 ) -> T:
     """Run ``call`` in a daemon thread and wait for it at most ``seconds``.
 
@@ -42,16 +85,21 @@ def call_with_deadline(
         seconds: How long to wait.
         late: Makes the error raised when ``call`` did not return in time.
         name: The thread's name.
+        abandonment: Ends the wait early (and a wait asked after it was thrown is not started).
+        abandoned: Makes the error raised then (``late()`` if not given).
 
     Returns:
         What ``call`` returned.
 
     Raises:
-        BaseException: ``late()`` if ``call`` did not return in time; else whatever ``call``
-            raised, as it raised it.
+        BaseException: ``late()`` if ``call`` did not return in time, ``abandoned()`` if the wait
+            was abandoned; else whatever ``call`` raised, as it raised it.
     """
     outcome: list[tuple[bool, object]] = []
     done = threading.Event()
+    given_up = abandoned or late
+    if abandonment is not None and not abandonment._watch(done):
+        raise given_up()
 
     def target() -> None:
         try:
@@ -61,9 +109,14 @@ def call_with_deadline(
         finally:
             done.set()
 
-    threading.Thread(target=target, name=name, daemon=True).start()
-    if not done.wait(seconds):
-        raise late()
+    try:
+        threading.Thread(target=target, name=name, daemon=True).start()
+        woken = done.wait(seconds)
+    finally:
+        if abandonment is not None:
+            abandonment._unwatch(done)
+    if not outcome:  # the call is still going: its deadline passed, or the wait was abandoned
+        raise given_up() if woken else late()
     succeeded, value = outcome[0]
     if succeeded:
         return cast(T, value)

@@ -53,6 +53,7 @@ def run_app(
     result = app.run()
     collect_garbage_from_now_on()  # an app that ended before its first frame never did
     wait_for_submits(app.service)
+    wait_for_writes(app.service)
     return result if isinstance(result, int) else app.return_code or 0
 
 
@@ -127,3 +128,35 @@ def wait_for_submits(service: Service) -> None:
         service.submits.wait()
     except KeyboardInterrupt:
         print("x-tui: stopped waiting; the submit was abandoned", file=sys.stderr, flush=True)
+
+
+def wait_for_writes(service: Service) -> None:
+    """After the app has closed, wait for the cancels and fetches still going, saying so.
+
+    The app let go of them as it closed (their workers would otherwise hold the event loop, with
+    nothing on the screen); each is waited for at most until its own deadline. ``ctrl+c`` stops
+    the wait, and the program exits, leaving them unfinished.
+
+    Args:
+        service: The app's service.
+    """
+    pending = service.writes.pending()
+    if not pending:
+        return
+    from x_tui.compute.sanitize import escaped
+
+    names = escaped(", ".join(write.what for write in pending))
+    them = "it" if len(pending) == 1 else "them"
+    print(
+        f"x-tui: waiting for {names} to finish (ctrl+c stops waiting and leaves {them} unfinished)",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        late = service.writes.wait()
+    except KeyboardInterrupt:
+        print("x-tui: stopped waiting; left unfinished: " + names, file=sys.stderr, flush=True)
+        return
+    if late:
+        left = escaped(", ".join(write.what for write in late))
+        print(f"x-tui: {left} did not finish within its deadline", file=sys.stderr, flush=True)

@@ -164,9 +164,9 @@ class XTuiApp(AppContext):
         collect_garbage_from_now_on()
 
     def on_unmount(self) -> None:
-        """Give up the reads in flight, stop the monitor's threads (runs are left running) and
-        keep the view."""
-        self.service.abandon_reads()
+        """Let go of the backend calls waited on (writes go on), stop the monitor's threads (runs
+        are left running) and keep the view."""
+        self.service.let_go()
         self.monitor.stop()
         keeper = self.view_keeper
         if keeper is not None:

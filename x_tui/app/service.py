@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from x_tui.app.deadlines import Deadlines, call_with_deadline
+from x_tui.app.deadlines import Deadlines, WritesInFlight, call_with_deadline
 from x_tui.app.log_spool import LogSpools, SpoolState
 from x_tui.app.submits import (
     SUBMIT_GRACE_SECONDS,
@@ -74,15 +74,19 @@ class Service:
         self._spools = LogSpools(self.logs_dir, open_seconds=self.deadlines.logs)
         self.submits = SubmitTracker(self.store)
         self._reads = Abandonment()
+        self.writes = WritesInFlight()
+        """The cancels and fetches in flight (``run_app`` waits for them after the app closes)."""
 
-    def abandon_reads(self) -> None:
-        """Give up every read in flight (plans, states, peeks) and any asked after: x-tui quits.
+    def let_go(self) -> None:
+        """x-tui quits: no thread worker of the app may wait out a hung provider's deadline.
 
-        Each ends at once with :class:`~x_tui.app.deadlines.CallAbandoned`, so no thread worker
-        of the app waits out a hung provider's deadline while the program exits. Writes (submit,
-        cancel, fetch) are not given up: the user asked for them.
+        Every read in flight (plans, states, peeks), and any asked after, ends at once with
+        :class:`~x_tui.app.deadlines.CallAbandoned`. The waits for writes (cancels, fetches) end
+        the same way, but the writes go on in their threads (the user asked for them), and
+        :attr:`writes` waits for them once the screen is closed. Submits have their own wait.
         """
         self._reads.abandon()
+        self.writes.let_go()
 
     @property
     def logs_dir(self) -> Path:
@@ -331,7 +335,7 @@ class Service:
                 book.ask_cancel(handle.run_id)
             return
         backend = self.backend(handle)
-        call_with_deadline(
+        self.writes.call(
             lambda: backend.cancel(handle),
             seconds=self.deadlines.cancel,
             backend=handle.backend,
@@ -356,7 +360,7 @@ class Service:
         from x_tui.compute.operations import fetch_root
 
         target = destination if destination is not None else fetch_root()
-        return call_with_deadline(
+        return self.writes.call(
             lambda: backend.fetch(handle, target),
             seconds=self.deadlines.fetch,
             backend=handle.backend,

@@ -19,6 +19,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import textwrap
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -43,6 +44,18 @@ EVERY = 0.02
 QUICK_POLLS = PollIntervals(first=0.1, max=0.4)
 """How often a test's app polls unfinished runs (``XTuiApp(poll_intervals=QUICK_POLLS)``): a
 test's run ends in about a second, and the app's own intervals would wait up to two more."""
+
+
+def run_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """Run ``script`` (dedented) in a fresh interpreter with ``args``, its output captured, for
+    what only a whole process shows (how, and how soon, it exits); at most :data:`DEADLINE`."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=DEADLINE,
+        check=False,
+    )
 
 
 def local_handle(run_id: str, submitted_at: dt.datetime) -> RunHandle:

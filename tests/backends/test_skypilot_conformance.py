@@ -380,20 +380,26 @@ def bindable(port: int) -> bool:
 def api_ports(rng: random.Random) -> int:
     """An API port below the kernel's ephemeral range whose queue port is free as well.
 
-    Below 32768 no outgoing connection takes it; the queue port lies in the ephemeral range
+    Below that range no outgoing connection takes it; the queue port lies in the ephemeral range
     whatever the API port, so it is checked, and a start that loses it anyway is tried again.
     """
-    while True:
-        port = rng.randrange(20000, 32000)
+    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    lowest = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
+    for _ in range(1000):
+        port = rng.randrange(min(20000, lowest // 2), lowest)
         if bindable(port) and bindable(queue_port(port)):
             return port
+    raise RuntimeError(f"no free pair of API and queue ports below {lowest}")
 
 
 def server_log_errors(home: Path) -> str:
+    """The error lines of the server's log (its last 64 KiB), or its last lines."""
     log = home / ".sky" / "api_server" / "server.log"
     if not log.exists():
         return "no server log"
-    lines = log.read_text(errors="replace").splitlines()
+    with log.open("rb") as file:
+        file.seek(max(0, log.stat().st_size - 65536))
+        lines = file.read().decode(errors="replace").splitlines()
     errors = [line for line in lines if "Error" in line or "ERROR" in line] or lines[-3:]
     return " | ".join(line.strip() for line in errors[-3:])
 

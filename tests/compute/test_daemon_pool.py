@@ -4,15 +4,12 @@ whose pool thread waits on a hung provider exits at once."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 
-from tests.support import DEADLINE, wait_for
+from tests.support import DEADLINE, run_script, wait_for
 from x_tui.compute.deadline import DaemonPool
 
 
@@ -83,8 +80,7 @@ def test_quitting_while_a_status_call_hangs_does_not_wait_out_its_deadline(
 ) -> None:
     """The run follower asks for a state that never comes (its deadline: 10 minutes), is stopped
     as the app stops it, and the program exits at once, not when the deadline passes."""
-    script = textwrap.dedent(
-        """
+    script = """
         import datetime as dt, sys, threading, time
         from pathlib import Path
         from x_tui.app.deadlines import Deadlines
@@ -112,14 +108,7 @@ def test_quitting_while_a_status_call_hangs_does_not_wait_out_its_deadline(
         assert asked.wait(60), "the run's state was never asked for"
         follower.stop()
         print("stopped", flush=True)
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "state")],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,  # without daemon threads: the status deadline, 600 s
-        check=False,
-    )
+    """
+    done = run_script(script, str(tmp_path / "state"))  # else: the status deadline, 600 s
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "stopped"

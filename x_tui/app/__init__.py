@@ -14,6 +14,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from x_tui.app.deadlines import Write
     from x_tui.app.service import Service
 
 
@@ -143,20 +146,32 @@ def wait_for_writes(service: Service) -> None:
     pending = service.writes.pending()
     if not pending:
         return
-    from x_tui.compute.sanitize import escaped
-
-    names = escaped(", ".join(write.what for write in pending))
-    them = "it" if len(pending) == 1 else "them"
     print(
-        f"x-tui: waiting for {names} to finish (ctrl+c stops waiting and leaves {them} unfinished)",
+        f"x-tui: waiting for {_writes_named(pending)} to finish"
+        f" (ctrl+c stops waiting and leaves {'it' if len(pending) == 1 else 'them'} unfinished)",
         file=sys.stderr,
         flush=True,
     )
     try:
         late = service.writes.wait()
     except KeyboardInterrupt:
-        print("x-tui: stopped waiting; left unfinished: " + names, file=sys.stderr, flush=True)
+        left = service.writes.pending()  # some may have finished while it waited
+        print(
+            f"x-tui: stopped waiting; left unfinished: {_writes_named(left)}",
+            file=sys.stderr,
+            flush=True,
+        )
         return
     if late:
-        left = escaped(", ".join(write.what for write in late))
-        print(f"x-tui: {left} did not finish within its deadline", file=sys.stderr, flush=True)
+        print(
+            f"x-tui: {_writes_named(late)} did not finish within"
+            f" {'its deadline' if len(late) == 1 else 'their deadlines'}",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def _writes_named(writes: Sequence[Write]) -> str:
+    from x_tui.compute.sanitize import escaped
+
+    return escaped(", ".join(write.what for write in writes))

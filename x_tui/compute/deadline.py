@@ -44,11 +44,6 @@ class Abandonment:
         self._waits: set[threading.Event] = set()
         self._abandoned = False
 
-    @property
-    def abandoned(self) -> bool:
-        """Whether :meth:`abandon` was called."""
-        return self._abandoned
-
     def abandon(self) -> None:
         """End every wait in flight now; every wait asked after ends before it starts."""
         with self._lock:

@@ -1,19 +1,19 @@
-"""Quitting while a cancel or a fetch is going: the app's worker is let go (so the event loop,
-which joins its worker threads at exit, closes the screen at once), the write goes on in its own
-thread, and x-tui waits for it after the screen is closed, saying so, at most until its deadline."""
+"""Quitting while the app waits on a backend: the event loop joins its thread workers at exit, so
+each is let go. A read (a run's state) is given up and x-tui exits at once; a write (a cancel, a
+fetch) goes on in its own thread, and x-tui waits for it after the screen is closed, saying so, at
+most until its deadline."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 import threading
 from pathlib import Path
 
 import pytest
 
-from tests.support import DEADLINE, wait_for
+from tests.support import DEADLINE, run_script, wait_for
+from x_tui.app import wait_for_writes
 from x_tui.app.deadlines import CallAbandoned, DeadlinePassed, WritesInFlight
+from x_tui.app.service import Service
 
 
 def test_a_write_let_go_goes_on_and_is_waited_for() -> None:
@@ -61,6 +61,24 @@ def test_a_write_past_its_deadline_is_named_and_a_finished_one_leaves() -> None:
     assert [write.what for write in late] == ["the cancel of run-2"]
 
 
+def test_after_the_screen_closes_a_write_past_its_deadline_is_named_once_and_left(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    service = Service(state_dir=tmp_path / "state")
+    release = threading.Event()
+    with pytest.raises(DeadlinePassed):
+        service.writes.call(
+            lambda: release.wait(DEADLINE), seconds=0.2, backend="modal", what="cancel of run-2"
+        )
+    wait_for_writes(service)
+    release.set()
+    assert capsys.readouterr().err.splitlines() == [
+        "x-tui: waiting for the cancel of run-2 to finish"
+        " (ctrl+c stops waiting and leaves it unfinished)",
+        "x-tui: the cancel of run-2 did not finish within its deadline",
+    ]
+
+
 def test_a_write_asked_after_the_app_let_go_is_never_begun() -> None:
     writes = WritesInFlight()
     writes.let_go()
@@ -71,13 +89,62 @@ def test_a_write_asked_after_the_app_let_go_is_never_begun() -> None:
     assert writes.pending() == []
 
 
+def test_quitting_while_the_run_screen_waits_on_a_hung_state_exits_at_once(
+    tmp_path: Path,
+) -> None:
+    """The run screen asks a run's state (deadline: 10 minutes) on a Textual thread worker, which
+    the event loop joins at exit; the user quits while it waits, and x-tui exits at once."""
+    script = """
+        import datetime as dt, sys, threading, time
+        from pathlib import Path
+        from x_tui.app.app import XTuiApp
+        from x_tui.app.deadlines import Deadlines
+        from x_tui.app.run_screen import RunScreen
+        from x_tui.app.service import Service
+        from x_tui.compute.store import RunHandle, RunStore
+
+        state = Path(sys.argv[1])
+        store = RunStore(state / "compute" / "runs")
+        handle = RunHandle(
+            run_id="train-20260101T000000Z-000001", backend="local", job="train", project="/p",
+            submitted_at=dt.datetime.now(dt.UTC), settings={}, details={},
+        )
+        store.save(handle)
+        asked = []
+
+        class Hung:
+            def status(self, handle):
+                asked.append(handle.run_id)  # by the run follower, then by the run screen
+                time.sleep(3600)
+
+        service = Service(store=store, state_dir=state, deadlines=Deadlines(status=600.0))
+        service._build = lambda handle: Hung()
+
+        class App(XTuiApp):
+            def on_ready(self):
+                super().on_ready()
+                self.push_screen(RunScreen(handle))
+                self.set_interval(0.05, self.quit_once_asked)
+
+            def quit_once_asked(self):
+                loading = [w for w in self.workers if w.group == "run-load" and not w.is_finished]
+                if len(asked) >= 2 and loading:
+                    self.exit()
+
+        App(None, service=service).run(headless=True)
+        print("quit", flush=True)
+    """
+    done = run_script(script, str(tmp_path / "state"))  # else: the status deadline, 600 s
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "quit"
+
+
 def test_quitting_during_a_fetch_closes_the_screen_then_waits_for_the_fetch_saying_so(
     tmp_path: Path,
 ) -> None:
     """x-tui quits while a fetch copies (its deadline: 30 minutes): the app returns at once, the
     fetch finishes after it, and x-tui says what it waits for."""
-    script = textwrap.dedent(
-        """
+    script = """
         import datetime as dt, sys, threading, time
         from pathlib import Path
         from x_tui.app import wait_for_writes
@@ -126,15 +193,8 @@ def test_quitting_during_a_fetch_closes_the_screen_then_waits_for_the_fetch_sayi
         print(f"closed {time.monotonic() - started:.1f}", flush=True)
         wait_for_writes(service)
         print("exited", flush=True)
-        """
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", script, str(tmp_path / "state"), str(tmp_path / "into")],
-        capture_output=True,
-        text=True,
-        timeout=DEADLINE,
-        check=False,
-    )
+    """
+    done = run_script(script, str(tmp_path / "state"), str(tmp_path / "into"))
     assert done.returncode == 0, done.stderr
     said = done.stdout.split()
     assert said[::2] == ["closed", "fetched", "exited"], done.stdout

@@ -24,6 +24,7 @@ from textual.widgets import DataTable, Static
 
 from x_tui.compute.backend import RunState
 from x_tui.compute.worker.manifest import JobManifest, TaskOutcome, TaskStatus
+from x_tui.widgets.measured_table import MeasuredTable
 from x_tui.widgets.safe_text import safe_text
 from x_tui.widgets.spec_view import format_seconds
 
@@ -325,8 +326,7 @@ class ManifestView(Vertical):
     def compose(self) -> ComposeResult:
         """A summary line, the task table and the highlighted task's files."""
         yield Static(Text("Reading the run's files…", style="dim"), id="manifest-summary")
-        table: DataTable[Text] = DataTable(cursor_type="row", zebra_stripes=True)
-        yield table
+        yield MeasuredTable(cursor_type="row", zebra_stripes=True)
         yield Static(Text(""), id="manifest-files")
 
     def on_mount(self) -> None:

@@ -20,6 +20,7 @@ from textual.containers import Vertical
 from textual.widgets import DataTable, Sparkline, Static
 
 from x_tui.compute.telemetry_read import RunMetrics
+from x_tui.widgets.measured_table import MeasuredTable
 from x_tui.widgets.safe_text import safe_text
 
 _EMPTY = (
@@ -86,7 +87,7 @@ class MetricsView(Vertical):
         """The title line, the plot, the table."""
         yield Static(Text(_EMPTY, style="dim"), id="metrics-title")
         yield Sparkline(summary_function=_summary, id="metrics-plot")
-        table: DataTable[Text] = DataTable(id="metrics-table", cursor_type="row")
+        table = MeasuredTable(id="metrics-table", cursor_type="row")
         table.add_columns("metric", "latest", "step", "min", "max", "points")
         yield table
 

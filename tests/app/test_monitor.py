@@ -447,3 +447,28 @@ commands = { waits = ["python", "waits.py"] }
         "the run's success",
     )
     assert monitor.unfinished() == []
+
+
+def test_a_runs_states_are_told_in_the_order_they_were_found(state_dir: Path) -> None:
+    """A ``running`` whose telling is late (its thread preempted) never follows ``succeeded``."""
+    (run_id,) = _save_counting_runs(state_dir, 1)
+    backend = CountingBackend(batch=False)
+    told: list[RunState] = []
+
+    def post(message: Message) -> None:
+        if isinstance(message, RunStateChanged) and message.run_id == run_id:
+            if message.state is RunState.RUNNING:
+                backend.ended.set()  # the run ends and is asked about at once (as after a
+                monitor.poll_soon(run_id)  # cancel), while this thread still tells "running"
+                time.sleep(0.5)
+            told.append(message.state)
+
+    service = Service(build_backend=lambda handle: backend)
+    monitor = RunMonitor(service, post, first_interval=0.05, max_interval=0.1, parallel=4)
+    monitor.start()
+    try:
+        wait_for(lambda: len(told) >= 2, "both states told")
+    finally:
+        monitor.stop()
+    assert told == [RunState.RUNNING, RunState.SUCCEEDED]
+    assert backend.singles.count(run_id) == 2

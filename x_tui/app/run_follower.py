@@ -162,6 +162,10 @@ class RunFollower:
         self._shown = threading.Event()
         """Set once the first records posted are shown (the rest of the store is read then)."""
         self._lock = threading.Lock()
+        self._telling = threading.Lock()
+        """Held from a change of a run's state to its telling (the hooks), so that the changes
+        found by different threads are told in the order they were made: else a run's
+        ``running``, told late, could follow its ``succeeded`` and be what a screen shows last."""
         self._records: dict[Path, Record] = {}
         self._handles: dict[str, RunHandle] = {}
         self._states: dict[str, RunState] = {}
@@ -321,6 +325,10 @@ class RunFollower:
         self._scan_all()
 
     # Hooks (called from the follower's threads; each does nothing here) ---------------------
+    #
+    # ``on_state_changed`` and ``on_launch_state`` are called in the order the states were found
+    # (the follower holds its telling lock meanwhile), so they must return soon: post a message
+    # or write a line, never wait on a reply.
 
     def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
         """The store changed (``complete`` is false while it is still being read at start)."""
@@ -694,22 +702,23 @@ class RunFollower:
         self._launch_stamp = stamp if settled else _UNSET
         records = {record.run_id: record for record in stored.records}
         changes: list[tuple[str, RunState]] = []
-        with self._lock:
-            if records == self._launches and stored.unreadable == self._launch_unreadable:
-                return
-            self._launch_unreadable = dict(stored.unreadable)
-            for run_id in self._launches.keys() - records.keys():
-                if run_id not in self._handles:
-                    self._states.pop(run_id, None)
-            for run_id, record in records.items():
-                state = RunState.SUBMITTING if record.state == SUBMITTING else RunState.FAILED
-                if run_id not in self._handles and self._states.get(run_id) is not state:
-                    self._states[run_id] = state
-                    changes.append((run_id, state))
-            self._launches = records
-        self._publish(complete=True)
-        for run_id, state in changes:
-            self.on_launch_state(run_id, state)
+        with self._telling:
+            with self._lock:
+                if records == self._launches and stored.unreadable == self._launch_unreadable:
+                    return
+                self._launch_unreadable = dict(stored.unreadable)
+                for run_id in self._launches.keys() - records.keys():
+                    if run_id not in self._handles:
+                        self._states.pop(run_id, None)
+                for run_id, record in records.items():
+                    state = RunState.SUBMITTING if record.state == SUBMITTING else RunState.FAILED
+                    if run_id not in self._handles and self._states.get(run_id) is not state:
+                        self._states[run_id] = state
+                        changes.append((run_id, state))
+                self._launches = records
+            self._publish(complete=True)
+            for run_id, state in changes:
+                self.on_launch_state(run_id, state)
 
     # The poller -------------------------------------------------------------------------------
 
@@ -822,22 +831,23 @@ class RunFollower:
                 seen_running = self._states.get(run_id) is not None
             if ended is None and seen_running:
                 ended = time.time()
-        with self._lock:
-            poll = self._polls.get(run_id)
-            previous = self._states.get(run_id)
-            changed = previous is not state
-            self._states[run_id] = state
-            if state.is_final:
-                self._ended[run_id] = ended
-                self._polls.pop(run_id, None)
-                self._dirty = True
-            elif poll is not None:
-                poll.interval = self._first if changed else min(poll.interval * 2, self._max)
-                poll.due = time.monotonic() + poll.interval
-                poll.busy = False
-                poll.last_error = None
-        if changed:
-            self.on_state_changed(handle, state, previous)
+        with self._telling:
+            with self._lock:
+                poll = self._polls.get(run_id)
+                previous = self._states.get(run_id)
+                changed = previous is not state
+                self._states[run_id] = state
+                if state.is_final:
+                    self._ended[run_id] = ended
+                    self._polls.pop(run_id, None)
+                    self._dirty = True
+                elif poll is not None:
+                    poll.interval = self._first if changed else min(poll.interval * 2, self._max)
+                    poll.due = time.monotonic() + poll.interval
+                    poll.busy = False
+                    poll.last_error = None
+            if changed:
+                self.on_state_changed(handle, state, previous)
         self.on_polled(handle, state)
 
     def _status_failed(self, run_id: str, reason: str) -> None:

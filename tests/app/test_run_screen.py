@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 from pathlib import Path
 
 import pytest
@@ -9,9 +11,11 @@ from textual.widgets import TabbedContent
 
 from tests.support import wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
-from x_tui.app.run_screen import RunScreen
+from x_tui.app.messages import RunStateChanged
+from x_tui.app.run_screen import LOCAL_REFRESH_SECONDS, RunScreen
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.backend import RunState
+from x_tui.compute.worker.log_metrics import METRICS_NAME
 from x_tui.compute.worker.manifest import RunDevices, TaskStatus
 from x_tui.compute.worker.spec import Accelerator
 from x_tui.widgets.devices_view import compare_devices, kind_matches
@@ -381,3 +385,32 @@ async def test_a_task_that_failed_twice_then_succeeded_shows_its_three_attempts(
         await pilot.press("p")
         await wait_until(pilot, lambda: "attempt number 1" in screen_text(app), "attempt 1's log")
         assert "attempt 1 of 3" in screen_text(app)
+
+
+@asynchronous
+async def test_what_the_worker_writes_after_its_last_manifest_is_shown(state_dir: Path) -> None:
+    """The worker writes its final manifest before it exits, its last metrics as it exits: the
+    screen reads the run's files once more after the end it saw."""
+    handle = finished_run(state_dir, tasks=[("train", TaskStatus.SUCCEEDED, 0, 3.0, ())])
+    metrics = state_dir / "compute" / "local" / handle.run_id / "outputs" / METRICS_NAME
+    now = [NOW]
+    app = make_app(None, poll=False)
+    async with app.run_test(size=(100, 30)) as pilot:
+        await app.push_screen(RunScreen(handle, clock=lambda: now[0]))
+        screen = _run_screen(app)
+        await wait_until(pilot, lambda: screen.loaded, "the run's files")
+        screen.query_one("#run-tabs", TabbedContent).active = "tab-metrics"
+        metrics.write_text(_metrics_lines("loss_at_the_end"), encoding="utf-8")
+        app.post_message(RunStateChanged(handle.run_id, RunState.SUCCEEDED, RunState.RUNNING))
+        await wait_until(pilot, lambda: "loss_at_the_end" in screen_text(app), "the end's metrics")
+        metrics.write_text(_metrics_lines("loss_at_the_end", "loss_at_exit"), encoding="utf-8")
+        now[0] += dt.timedelta(seconds=LOCAL_REFRESH_SECONDS)
+        await wait_until(pilot, lambda: "loss_at_exit" in screen_text(app), "the exit's metrics")
+
+
+def _metrics_lines(*names: str) -> str:
+    points = [
+        {"t": 1.0 + step, "task": "train", "step": step, "values": {name: 0.5}}
+        for step, name in enumerate(names)
+    ]
+    return "".join(json.dumps(line) + "\n" for line in [{"x_tui_metrics": 1}, *points])

@@ -63,6 +63,10 @@ LOCAL_REFRESH_SECONDS = 1.0
 REMOTE_REFRESH_SECONDS = 5.0
 """How often a remote run's files are peeked at while it goes on."""
 
+READS_AFTER_THE_END = 2
+"""How many times a run's files are read once it has ended, one refresh apart: the worker writes
+its final manifest before it exits, and its last telemetry sample and log lines after."""
+
 TASK_MARKS = {
     TaskStatus.SUCCEEDED: "✓ ",
     TaskStatus.FAILED: "✗ ",
@@ -152,7 +156,10 @@ class RunScreen(RunActionScreen):
         self._settings_note: str | None = None
         self._tasks: tuple[str, ...] = ()
         self._refreshing = False
-        self._final_read = False
+        self._reads_left = 1
+        """Reads still to do once the run has ended (none after them: its files are still); one
+        for a run found ended as the screen opens (the load may have read just before the end),
+        :data:`READS_AFTER_THE_END` for an end seen here."""
         self._notice: Text | None = None
         self._guard: Text | None = None
         self._local = True
@@ -333,7 +340,8 @@ class RunScreen(RunActionScreen):
 
     def _tick(self) -> None:
         self._update_header()
-        if not self.loaded or self._refreshing or self._final_read:
+        ended = self.state is not None and self.state.is_final
+        if not self.loaded or self._refreshing or (ended and self._reads_left <= 0):
             return
         interval = LOCAL_REFRESH_SECONDS if self._local else REMOTE_REFRESH_SECONDS
         interval *= settings_of(self.app).refresh_scale
@@ -341,8 +349,8 @@ class RunScreen(RunActionScreen):
         if now - self._last_read < interval:
             return
         self._last_read = now
-        if self.state is not None and self.state.is_final:
-            self._final_read = True
+        if ended:
+            self._reads_left -= 1
         self._refreshing = True
         self._refresh_files()
 
@@ -436,7 +444,7 @@ class RunScreen(RunActionScreen):
             self.ended_at = (
                 dt.datetime.fromtimestamp(ended, dt.UTC) if ended is not None else self.clock()
             )
-            self._final_read = False
+            self._reads_left = READS_AFTER_THE_END
             self._last_read = 0.0
         self._update_header()
 

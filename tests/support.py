@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TypeVar
 
+from textual.app import App
 from textual.css.query import NoMatches
 from textual.pilot import Pilot
 
@@ -151,15 +152,30 @@ async def wait_until(
 ) -> None:
     """Let the app run until ``condition()`` holds; fail naming ``what`` after the deadline.
 
-    A condition that queries a widget the screen has not composed yet counts as not holding.
+    A condition that queries a widget the screen has not composed yet counts as not holding. The
+    failure shows the screen as it was then, so a test that fails only on a loaded machine says
+    what it saw.
     """
     loop = asyncio.get_running_loop()
     give_up = loop.time() + deadline
     while not _holds(condition):
         if loop.time() > give_up:
-            raise AssertionError(f"gave up waiting for {what} after {deadline:g} s")
+            raise AssertionError(
+                f"gave up waiting for {what} after {deadline:g} s; {_shown(pilot.app)}"
+            )
         await pilot.pause(EVERY * 2.5)
     await pilot.pause()
+
+
+def _shown(app: App[object]) -> str:
+    """What ``app``'s screen in front shows, line by line, for a failure's message."""
+    try:
+        screen = app.screen
+        lines = [strip.text.rstrip() for strip in screen._compositor.render_strips()]
+    except Exception as error:  # the app may be gone: the failure says so instead
+        return f"its screen could not be read ({type(error).__name__}: {error})"
+    shown = "\n".join(f"  |{line}" for line in lines)
+    return f"the {type(screen).__name__} in front showed:\n{shown}"
 
 
 def _holds(condition: Callable[[], bool]) -> bool:

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import fcntl
+import functools
 import io
 import itertools
 import os
@@ -22,9 +23,9 @@ import tempfile
 import textwrap
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, ParamSpec, TypeVar
 
 from textual.app import App
 from textual.css.query import NoMatches
@@ -35,6 +36,7 @@ from x_tui.backends.local.process import ProcessInfo, process_info
 from x_tui.compute.store import RunHandle
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 DEADLINE = 60.0
 """Seconds a test waits for something before it fails (runs take about one second here)."""
@@ -145,6 +147,16 @@ def wait_for_worker_arguments(pid: int) -> ProcessInfo:
         return info if info is not None and "--spec" in (info.argv or ()) else None
 
     return wait_for(shown, f"process {pid} to show its own arguments")
+
+
+def asynchronous(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:
+    """Run an ``async def`` test in a fresh event loop (pytest itself runs only plain tests)."""
+
+    @functools.wraps(test)
+    def run(*args: P.args, **kwargs: P.kwargs) -> None:
+        asyncio.run(test(*args, **kwargs))
+
+    return run
 
 
 async def wait_until(

@@ -8,16 +8,13 @@ deadline (a failure, never a measured threshold).
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
-import functools
 import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec
 
 import pytest
 
@@ -29,8 +26,6 @@ from x_tui.app.settings import Settings
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.records import dumps_pretty
-
-P = ParamSpec("P")
 
 QUICK_JOB = """
 [tool.substrax.compute.jobs.quick]
@@ -44,16 +39,6 @@ SECOND_JOB = """
 timeout_seconds = 60
 commands = { echo = ["python", "-c", "print('second')"] }
 """
-
-
-def asynchronous(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:
-    """Run an ``async def`` test in a fresh event loop (pytest itself runs only plain tests)."""
-
-    @functools.wraps(test)
-    def run(*args: P.args, **kwargs: P.kwargs) -> None:
-        asyncio.run(test(*args, **kwargs))
-
-    return run
 
 
 def pyproject_text(jobs: str = QUICK_JOB + SECOND_JOB) -> str:

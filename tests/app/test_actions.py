@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from textual.binding import Binding
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.actions import RUN_ACTIONS
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.help_screen import HelpScreen
@@ -20,7 +20,7 @@ from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.compute.worker.spec import Accelerator
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import (
     NOW,
     SUBMITTED_AT,

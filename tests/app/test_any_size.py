@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app import run_header
 from x_tui.app.fallback_screens import MIN_HEIGHT, MIN_WIDTH, FailureScreen, TooSmallScreen
 from x_tui.app.main_screen import MainScreen
@@ -19,7 +19,7 @@ from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.compute.worker.records import dumps_pretty
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 SIZES = [(1, 1), (5, 3), (14, 10), (20, 5)]

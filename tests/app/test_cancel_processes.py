@@ -6,13 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.backends.local import process as local_process
 from x_tui.compute.backend import RunState
 from x_tui.compute.worker import run_processes
 
-from .conftest import asynchronous, make_app
+from .conftest import make_app
 from .screens_support import leftovers, notices, submitted, write_project
 
 __all__ = ["leftovers"]

@@ -6,7 +6,7 @@ import datetime as dt
 import shlex
 from pathlib import Path
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.actions import action_commands
 from x_tui.app.command_lines import run_command, shell_line
 from x_tui.app.run_screen import RunScreen
@@ -14,7 +14,7 @@ from x_tui.app.submit_screen import SubmitScreen
 from x_tui.cli.parser import build_parser
 from x_tui.compute.operations import open_project
 
-from .conftest import asynchronous, make_app, save_handle
+from .conftest import make_app, save_handle
 
 
 def test_a_command_line_reads_back_as_the_same_arguments_and_the_cli_accepts_it() -> None:

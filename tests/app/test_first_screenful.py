@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import DEADLINE, wait_for, wait_until
+from tests.support import DEADLINE, asynchronous, wait_for, wait_until
 from x_tui.app import run_follower
 from x_tui.app.app import XTuiApp
 from x_tui.app.final_states import read_recent_final_states, write_final_states
@@ -25,7 +25,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunListing, RunStore, StoredRuns
 from x_tui.compute.store_index import HEAD_ROWS
 
-from .conftest import asynchronous, keep_final_states, save_handle
+from .conftest import keep_final_states, save_handle
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 COUNT = HEAD_ROWS + 50

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.help_screen import GENERIC_TITLE, HelpScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 

@@ -12,7 +12,7 @@ import stat
 import threading
 from pathlib import Path
 
-from tests.support import DEADLINE, wait_until
+from tests.support import DEADLINE, asynchronous, wait_until
 from x_tui.app.final_states import read_final_states
 from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.service import Service
@@ -20,7 +20,7 @@ from x_tui.compute.worker.attempts import ATTEMPTS_NAME
 from x_tui.compute.worker.manifest import MANIFEST_NAME
 from x_tui.testing.hostile_store import build_hostile_store
 
-from .conftest import asynchronous, make_app
+from .conftest import make_app
 
 
 @asynchronous

@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute import launches
 from x_tui.compute.launches import LaunchBook, LaunchRecord, process_start
 from x_tui.compute.store import RunStore
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import QUICK_JOB, write_project
 
 

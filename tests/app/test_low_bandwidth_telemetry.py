@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings
 from x_tui.app.submit_screen import SubmitScreen
@@ -20,7 +20,7 @@ from x_tui.compute.store import RunHandle
 from x_tui.compute.telemetry_read import read_telemetry
 from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 
-from .conftest import asynchronous, make_app, pyproject_text
+from .conftest import make_app, pyproject_text
 
 JOBS = """
 [tool.substrax.compute.jobs.plain]

@@ -8,13 +8,12 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.compute.backend import RunState
 from x_tui.widgets.problem_panel import ProblemPanel
 
 from .conftest import (
     QUICK_JOB,
-    asynchronous,
     make_app,
     pyproject_text,
     save_handle,

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import asynchronous, make_app, save_handle
+from .conftest import make_app, save_handle
 
 
 @asynchronous

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Input, TabbedContent
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.help_screen import HelpScreen
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.run_screen import RunScreen
@@ -31,7 +31,6 @@ from x_tui.compute.logindex_search import SearchQuery
 from x_tui.widgets.log_view import LogView
 
 from .conftest import (
-    asynchronous,
     keep_final_states,
     make_app,
     pyproject_text,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Button, Input
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.guard_book import GuardBook
@@ -18,7 +18,7 @@ from x_tui.compute.run_endings import EndingBook, RunEnding
 from x_tui.compute.run_guards import RunGuard
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run, leftovers, write_project
 
 __all__ = ["leftovers"]

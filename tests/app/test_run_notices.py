@@ -6,13 +6,13 @@ import json
 import sys
 from pathlib import Path
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.notify_settings import NotifySettings
 from x_tui.app.settings import Settings
 from x_tui.app.watch_events import EventKind
 from x_tui.compute.backend import RunState
 
-from .conftest import asynchronous, make_app, pyproject_text, submit_with_cli
+from .conftest import make_app, pyproject_text, submit_with_cli
 
 GATED_JOB = """
 [tool.substrax.compute.jobs.gated]

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import TabbedContent
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.messages import RunStateChanged
 from x_tui.app.run_screen import LOCAL_REFRESH_SECONDS, RunScreen
@@ -20,7 +20,7 @@ from x_tui.compute.worker.manifest import RunDevices, TaskStatus
 from x_tui.compute.worker.spec import Accelerator
 from x_tui.widgets.devices_view import compare_devices, kind_matches
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import (
     NOW,
     finished_run,

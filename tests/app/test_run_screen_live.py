@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from textual.widgets import TabbedContent
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute import operations
 from x_tui.compute.backend import RunState
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run, leftovers, submitted, write_project
 
 __all__ = ["leftovers"]

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.settings import Settings, load_settings
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.log_view import LogView
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 SIZE = (80, 24)

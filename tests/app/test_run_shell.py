@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from textual.drivers.headless_driver import HeadlessDriver
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.actions import RUN_ACTIONS
 from x_tui.app.app import XTuiApp
 from x_tui.app.confirm_screen import ConfirmScreen
@@ -23,7 +23,7 @@ from x_tui.app.service import Service
 from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import asynchronous, make_app, save_handle
+from .conftest import make_app, save_handle
 from .screens_support import NOW, finished_run, notices
 
 

@@ -16,13 +16,13 @@ from pathlib import Path
 import pytest
 from textual.widgets import Sparkline, TabbedContent
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunStore
 from x_tui.widgets.metrics_view import MetricsView
 
-from .conftest import asynchronous, make_app, pyproject_text, screen_text
+from .conftest import make_app, pyproject_text, screen_text
 
 FAKE_GPUS = Path(__file__).resolve().parent.parent / "fake_gpus"
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app import run_watch
 from x_tui.compute.store import RunStore
 
-from .conftest import asynchronous, make_app, pyproject_text
+from .conftest import make_app, pyproject_text
 
 FAKE_GPUS = Path(__file__).resolve().parent.parent / "fake_gpus"
 

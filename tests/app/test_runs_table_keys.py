@@ -8,13 +8,13 @@ from typing import Any
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.compute.backend import RunState
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.runs_table import RunsTable
 
-from .conftest import asynchronous, keep_final_states, make_app, save_handle
+from .conftest import keep_final_states, make_app, save_handle
 from .screens_support import NOW, finished_run, leftovers, notices, submitted, write_project
 
 __all__ = ["leftovers"]

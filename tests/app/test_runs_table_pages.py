@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.compute.backend import RunState
 from x_tui.widgets import runs_table
 from x_tui.widgets.runs_table import RunsTable
 
-from .conftest import asynchronous, keep_final_states, make_app, save_handle, screen_text
+from .conftest import keep_final_states, make_app, save_handle, screen_text
 from .screens_support import NOW
 
 SIZE = (80, 24)

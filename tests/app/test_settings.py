@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.app.settings import (
     LOW_BANDWIDTH_FPS,
@@ -19,7 +19,7 @@ from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.log_view import LogView
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app import (
     GARBAGE_THRESHOLDS,
     collect_garbage_from_now_on,
@@ -20,7 +20,7 @@ from x_tui.app import (
 from x_tui.app.app import XTuiApp
 from x_tui.app.service import Service
 
-from .conftest import asynchronous, save_handle
+from .conftest import save_handle
 
 
 @pytest.fixture

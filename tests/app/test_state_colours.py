@@ -8,12 +8,12 @@ from pathlib import Path
 
 from textual.color import Color
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.run_header import RunHeader
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.backend import RunState
 
-from .conftest import asynchronous, keep_final_states, make_app, save_handle
+from .conftest import keep_final_states, make_app, save_handle
 
 SUBMITTED = dt.datetime(2026, 9, 19, 11, tzinfo=dt.UTC)
 

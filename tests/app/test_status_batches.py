@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 
-from tests.support import DEADLINE, wait_for, wait_for_worker_arguments, wait_until
+from tests.support import DEADLINE, asynchronous, wait_for, wait_for_worker_arguments, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.deadlines import Deadlines
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
@@ -26,7 +26,7 @@ from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.errors import UserError
 from x_tui.compute.worker.manifest import JobManifest, TaskOutcome, TaskStatus, write_manifest
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 

@@ -6,11 +6,11 @@ from pathlib import Path
 
 from textual.widgets._footer import FooterKey
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.submit_screen import SubmitScreen
 
-from .conftest import asynchronous, make_app, screen_text
+from .conftest import make_app, screen_text
 
 
 def _footer_line(app: XTuiApp) -> str:

@@ -12,7 +12,7 @@ from backends.fake_modal.harness import PYPROJECT as MODAL_PYPROJECT
 from backends.fake_modal.harness import install_fake_modal
 from textual.widgets import Button, Input, Select
 
-from tests.support import QUICK_POLLS, wait_until
+from tests.support import QUICK_POLLS, asynchronous, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.main_screen import MainScreen
 from x_tui.app.service import Service
@@ -20,7 +20,7 @@ from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import asynchronous, make_app, pyproject_text, screen_text
+from .conftest import make_app, pyproject_text, screen_text
 from .screens_support import QUICK_JOB, write_project
 
 GPU_JOB = """

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from backends.fake_modal.harness import PYPROJECT, FakeModal, install_fake_modal
 
-from tests.support import QUICK_POLLS, wait_until
+from tests.support import QUICK_POLLS, asynchronous, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.deadlines import Deadlines
 from x_tui.app.main_screen import MainScreen
@@ -25,7 +25,7 @@ from x_tui.app.submits import SubmitStillGoing
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import asynchronous, screen_text
+from .conftest import screen_text
 
 JOBS = """
 [tool.substrax.compute]

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from textual.widgets import Static
 
-from tests.support import DEADLINE, wait_until
+from tests.support import DEADLINE, asynchronous, wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.main_screen import MainScreen
 from x_tui.compute import operations, sweep_runs
@@ -23,7 +23,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore, parse_sweep
 from x_tui.widgets.runs_table import RunsTable
 
-from .conftest import asynchronous, make_app, save_handle, screen_text
+from .conftest import make_app, save_handle, screen_text
 from .screens_support import leftovers, write_project
 
 __all__ = ["leftovers"]

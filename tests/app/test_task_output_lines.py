@@ -17,14 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_for, wait_until
+from tests.support import asynchronous, wait_for, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute import operations
 from x_tui.compute.sanitize import plain
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.log_view import LogView
 
-from .conftest import asynchronous, make_app
+from .conftest import make_app
 from .screens_support import leftovers, submitted, write_project
 
 __all__ = ["leftovers"]

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 from textual.widgets import Sparkline, TabbedContent
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.store import RunStore
 
-from .conftest import asynchronous, make_app, pyproject_text, screen_text
+from .conftest import make_app, pyproject_text, screen_text
 
 WORK = """\
 import pathlib, time

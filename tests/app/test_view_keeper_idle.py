@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app import view_keeper
 from x_tui.app.view_keeper import capture
 from x_tui.app.view_state import ViewState, read_view
 from x_tui.compute.backend import RunState
 
-from .conftest import asynchronous, keep_final_states, make_app, save_handle
+from .conftest import keep_final_states, make_app, save_handle
 
 OLDER, NEWER, NEWEST = (
     "quick-20261201T000000Z-aaaaaa",

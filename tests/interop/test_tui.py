@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.conftest import asynchronous, make_app, screen_text
+from tests.app.conftest import make_app, screen_text
 from tests.interop.harness import Substrax
 from tests.interop.test_store_shared import submitted, substrax_line, xtui_state
-from tests.support import wait_for, wait_until
+from tests.support import asynchronous, wait_for, wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.backend import RunState

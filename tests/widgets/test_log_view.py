@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import asyncio
 import fcntl
-import functools
 import os
 import pty
 import re
@@ -15,9 +13,9 @@ import subprocess
 import sys
 import termios
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ParamSpec
+from typing import Any
 
 import pytest
 from rich.segment import Segment
@@ -26,23 +24,12 @@ from textual.message import Message
 from textual.pilot import Pilot
 from textual.widgets import Static
 
+from tests.support import asynchronous
 from x_tui.widgets._log_lines import LogLines
 from x_tui.widgets.log_view import LogView
 
 SIZE = (80, 24)
 WAIT_SECONDS = 30.0
-
-P = ParamSpec("P")
-
-
-def asynchronous(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:
-    """Run an ``async def`` test in a fresh event loop (pytest itself runs only plain tests)."""
-
-    @functools.wraps(test)
-    def run(*args: P.args, **kwargs: P.kwargs) -> None:
-        asyncio.run(test(*args, **kwargs))
-
-    return run
 
 
 class LogApp(App[None]):

@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 import traceback
 from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
@@ -33,7 +34,9 @@ from textual.pilot import Pilot
 
 from x_tui.app.run_follower import PollIntervals
 from x_tui.backends.local.process import ProcessInfo, process_info
+from x_tui.compute.backend import Capability, RunState
 from x_tui.compute.store import RunHandle
+from x_tui.compute.worker.errors import ProviderError
 
 T = TypeVar("T")
 P = ParamSpec("P")
@@ -147,6 +150,27 @@ def wait_for_worker_arguments(pid: int) -> ProcessInfo:
         return info if info is not None and "--spec" in (info.argv or ()) else None
 
     return wait_for(shown, f"process {pid} to show its own arguments")
+
+
+class FlakyBackend:
+    """A backend whose runs are all ``running``; while ``down`` is set, asking raises a
+    provider error instead (an API that is unreachable for a while)."""
+
+    name = "flaky"
+    capabilities: frozenset[Capability] = frozenset()
+
+    def __init__(self) -> None:
+        self.down = threading.Event()
+
+    def status(self, handle: RunHandle) -> RunState:
+        """``running``, or the provider's error while it is down."""
+        if self.down.is_set():
+            raise ProviderError("the provider's API is unreachable")
+        return RunState.RUNNING
+
+    def logs(self, handle: RunHandle, *, follow: bool) -> Iterator[str]:
+        """No output yet."""
+        return iter(())
 
 
 def asynchronous(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, None]:

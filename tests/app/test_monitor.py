@@ -15,11 +15,17 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 
-from tests.support import DEADLINE, wait_for
+from tests.support import DEADLINE, FlakyBackend, wait_for
 from x_tui.app import inotify as inotify_module
 from x_tui.app import run_follower
 from x_tui.app.deadlines import call_with_deadline
-from x_tui.app.messages import ConfigChanged, RunsChanged, RunStateChanged, RunStatusFailed
+from x_tui.app.messages import (
+    ConfigChanged,
+    RunsChanged,
+    RunStateChanged,
+    RunStatusFailed,
+    RunStatusRecovered,
+)
 from x_tui.app.monitor import RunMonitor
 from x_tui.app.run_follower import RunFollower
 from x_tui.app.service import Service
@@ -472,3 +478,36 @@ def test_a_runs_states_are_told_in_the_order_they_were_found(state_dir: Path) ->
         monitor.stop()
     assert told == [RunState.RUNNING, RunState.SUCCEEDED]
     assert backend.singles.count(run_id) == 2
+
+
+def test_a_backend_that_answers_again_is_told_so_and_its_problem_forgotten(
+    state_dir: Path, inbox: Inbox
+) -> None:
+    save_handle(
+        state_dir,
+        run_id="far-20260919T120000Z-000001",
+        job="far",
+        backend="flaky",
+        submitted_at=EARLIER,
+    )
+    backend = FlakyBackend()
+    service = Service(build_backend=lambda handle: backend)
+    monitor = RunMonitor(
+        service, inbox.post, first_interval=0.05, max_interval=0.1, error_interval=0.1
+    )
+    monitor.start()
+    run_id = "far-20260919T120000Z-000001"
+    try:
+        inbox.wait_for(lambda m: isinstance(m, RunStateChanged), "the run's state")
+        backend.down.set()
+        inbox.wait_for(lambda m: isinstance(m, RunStatusFailed), "the backend's failure")
+        assert run_id in monitor.problems()
+        backend.down.clear()
+        inbox.wait_for(lambda m: isinstance(m, RunStatusRecovered), "the backend's answer")
+    finally:
+        monitor.stop()
+    assert monitor.problems() == {}
+    states = [m.state for m in inbox.seen if isinstance(m, RunStateChanged)]
+    assert states == [RunState.RUNNING]  # the run never changed state: only its backend did
+    recovered = [m for m in inbox.seen if isinstance(m, RunStatusRecovered)]
+    assert [m.run_id for m in recovered] == [run_id]

@@ -14,11 +14,20 @@ from pathlib import Path
 import pytest
 from textual.message import Message
 
-from tests.support import DEADLINE, asynchronous, wait_for, wait_for_worker_arguments, wait_until
+from tests.support import (
+    DEADLINE,
+    QUICK_POLLS,
+    FlakyBackend,
+    asynchronous,
+    wait_for,
+    wait_for_worker_arguments,
+    wait_until,
+)
 from x_tui.app.app import XTuiApp
 from x_tui.app.deadlines import Deadlines
 from x_tui.app.messages import RunStateChanged, RunStatusFailed
 from x_tui.app.monitor import RunMonitor
+from x_tui.app.run_screen import RunScreen
 from x_tui.app.service import Service
 from x_tui.backends.local.backend import LocalBackend
 from x_tui.compute.backend import Capability, RunState
@@ -246,3 +255,38 @@ async def test_the_runs_table_shows_each_local_runs_state_and_a_damaged_ones_fai
         if worker.poll() is None:
             worker.kill()
             worker.wait()
+
+
+@asynchronous
+async def test_a_runs_problem_goes_from_the_screens_once_its_backend_answers_again(
+    state_dir: Path,
+) -> None:
+    """A provider that was unreachable for a moment: the run's row and its screen say so, then
+    stop saying so when it answers again, though the run stayed running all along."""
+    handle = RunHandle(
+        run_id="far-20260919T120000Z-000001",
+        backend="flaky",
+        job="far",
+        project="/p",
+        submitted_at=EARLIER,
+    )
+    RunStore(state_dir / "compute" / "runs").save(handle)
+    backend = FlakyBackend()
+    service = Service(build_backend=lambda handle: backend)
+    app = XTuiApp(None, service=service, poll_intervals=QUICK_POLLS)
+    reason = "the provider's API is unreachable"
+    async with app.run_test(size=(160, 40)) as pilot:
+        monitor = app.monitor
+        await wait_until(pilot, lambda: monitor.state_of(handle.run_id) is RunState.RUNNING, "it")
+        backend.down.set()
+        await wait_until(pilot, lambda: reason in screen_text(app), "the row's problem")
+        screen = RunScreen(handle)
+        await app.push_screen(screen)
+        await wait_until(pilot, lambda: screen.loaded, "the run screen")
+        await wait_until(pilot, lambda: f"status: {reason}" in screen_text(app), "the header's")
+        backend.down.clear()
+        await wait_until(pilot, lambda: reason not in screen_text(app), "the header without it")
+        await pilot.press("escape")
+        await wait_until(pilot, lambda: handle.run_id in screen_text(app), "the runs table")
+        assert reason not in screen_text(app)
+        assert monitor.state_of(handle.run_id) is RunState.RUNNING

@@ -49,6 +49,7 @@ from x_tui.app.messages import (
     RunsChanged,
     RunStateChanged,
     RunStatusFailed,
+    RunStatusRecovered,
     SweepsChanged,
 )
 from x_tui.app.monitor import RunMonitor
@@ -269,6 +270,10 @@ class XTuiApp(AppContext):
             announce_in_app(self, self.settings, handle, message.state, message.previous)
 
     def on_run_status_failed(self, message: RunStatusFailed) -> None:
+        """Publish to the screens."""
+        self.monitor_events.publish(message)
+
+    def on_run_status_recovered(self, message: RunStatusRecovered) -> None:
         """Publish to the screens."""
         self.monitor_events.publish(message)
 

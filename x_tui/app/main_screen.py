@@ -46,6 +46,7 @@ from x_tui.app.messages import (
     RunsChanged,
     RunStateChanged,
     RunStatusFailed,
+    RunStatusRecovered,
     SweepsChanged,
 )
 from x_tui.compute.store import RunHandle
@@ -276,6 +277,9 @@ class MainScreen(RunActionScreen):
             self._run_state_changed(event)
         elif isinstance(event, RunStatusFailed):
             self._run_status_failed(event)
+        elif isinstance(event, RunStatusRecovered):
+            self.runs.set_problem(event.run_id, None)
+            self._describe_highlighted()
         else:
             self.on_config_changed(event)
 

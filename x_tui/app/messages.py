@@ -65,6 +65,18 @@ class RunStatusFailed(Message, bubble=False):
 
 
 @dataclass
+class RunStatusRecovered(Message, bubble=False):
+    """A run's backend answers again after it could not say where the run is (an answer with a
+    new state comes after that state's :class:`RunStateChanged`).
+
+    Attributes:
+        run_id: The run.
+    """
+
+    run_id: str
+
+
+@dataclass
 class SweepsChanged(Message, bubble=False):
     """A sweep record was added or rewritten (a sweep submitted from here or another shell).
 
@@ -98,5 +110,12 @@ class ConfigChanged(Message, bubble=False):
     project: Project
 
 
-MonitorEvent = RunsChanged | RunStateChanged | RunStatusFailed | SweepsChanged | ConfigChanged
+MonitorEvent = (
+    RunsChanged
+    | RunStateChanged
+    | RunStatusFailed
+    | RunStatusRecovered
+    | SweepsChanged
+    | ConfigChanged
+)
 """What the run monitor tells the screens, through the app's ``monitor_events`` signal."""

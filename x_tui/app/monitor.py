@@ -20,6 +20,7 @@ from x_tui.app.messages import (
     RunsChanged,
     RunStateChanged,
     RunStatusFailed,
+    RunStatusRecovered,
     SweepsChanged,
 )
 from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL, RunFollower
@@ -107,6 +108,11 @@ class RunMonitor(RunFollower):
         """Keep the reason and post :class:`RunStatusFailed`."""
         self._problems[run_id] = reason
         self._post(RunStatusFailed(run_id, reason))
+
+    def on_status_recovered(self, run_id: str) -> None:
+        """Forget the run's problem and post :class:`RunStatusRecovered`."""
+        self._problems.pop(run_id, None)
+        self._post(RunStatusRecovered(run_id))
 
     def on_launch_state(self, run_id: str, state: RunState) -> None:
         """Post :class:`RunStateChanged` (with no previous state: not a backend's answer)."""

@@ -326,9 +326,9 @@ class RunFollower:
 
     # Hooks (called from the follower's threads; each does nothing here) ---------------------
     #
-    # ``on_state_changed`` and ``on_launch_state`` are called in the order the states were found
-    # (the follower holds its telling lock meanwhile), so they must return soon: post a message
-    # or write a line, never wait on a reply.
+    # ``on_state_changed``, ``on_launch_state``, ``on_status_failed`` and ``on_status_recovered``
+    # are called in the order the follower found what they tell (it holds its telling lock
+    # meanwhile), so they must return soon: post a message or write a line, never wait on a reply.
 
     def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
         """The store changed (``complete`` is false while it is still being read at start)."""
@@ -349,6 +349,10 @@ class RunFollower:
 
     def on_status_failed(self, run_id: str, reason: str) -> None:
         """The run's backend could not say where the run is (said once per distinct reason)."""
+
+    def on_status_recovered(self, run_id: str) -> None:
+        """The run's backend answers again after it could not say (a new state it answered
+        with is told first, by :meth:`on_state_changed`)."""
 
     def on_launch_state(self, run_id: str, state: RunState) -> None:
         """A run with no handle yet is ``state`` by its launch record, not by its backend.
@@ -836,6 +840,7 @@ class RunFollower:
                 poll = self._polls.get(run_id)
                 previous = self._states.get(run_id)
                 changed = previous is not state
+                recovered = poll is not None and poll.last_error is not None
                 self._states[run_id] = state
                 if state.is_final:
                     self._ended[run_id] = ended
@@ -848,23 +853,26 @@ class RunFollower:
                     poll.last_error = None
             if changed:
                 self.on_state_changed(handle, state, previous)
+            if recovered:
+                self.on_status_recovered(run_id)
         self.on_polled(handle, state)
 
     def _status_failed(self, run_id: str, reason: str) -> None:
-        with self._lock:
-            poll = self._polls.get(run_id)
-            if poll is None:
-                return
-            repeated = poll.last_error == reason and poll.told
-            # Told before the run was in a posted listing, the screen had no row to show it on:
-            # it is told again at the next failure.
-            poll.told = run_id in self._published
-            poll.last_error = reason
-            poll.interval = min(max(poll.interval, self._first) * 2, self._error_max)
-            poll.due = time.monotonic() + poll.interval
-            poll.busy = False
-        if not repeated:
-            self.on_status_failed(run_id, reason)
+        with self._telling:
+            with self._lock:
+                poll = self._polls.get(run_id)
+                if poll is None:
+                    return
+                repeated = poll.last_error == reason and poll.told
+                # Told before the run was in a posted listing, the screen had no row to show it
+                # on: it is told again at the next failure.
+                poll.told = run_id in self._published
+                poll.last_error = reason
+                poll.interval = min(max(poll.interval, self._first) * 2, self._error_max)
+                poll.due = time.monotonic() + poll.interval
+                poll.busy = False
+            if not repeated:
+                self.on_status_failed(run_id, reason)
 
     # Final states, kept across sessions ------------------------------------------------------
 

@@ -39,7 +39,12 @@ from x_tui.app.app_context import (
 from x_tui.app.fetch_bar import FetchBar
 from x_tui.app.fetching import FetchProgress
 from x_tui.app.log_view_settings import new_log_view
-from x_tui.app.messages import MonitorEvent, RunStateChanged, RunStatusFailed
+from x_tui.app.messages import (
+    MonitorEvent,
+    RunStateChanged,
+    RunStatusFailed,
+    RunStatusRecovered,
+)
 from x_tui.app.run_header import RunHeader, guard_text, header_renderable, utc_now, watch_text
 from x_tui.app.run_sources import RunReader, RunSnapshot
 from x_tui.app.task_logs import TaskLogs
@@ -161,6 +166,10 @@ class RunScreen(RunActionScreen):
         for a run found ended as the screen opens (the load may have read just before the end),
         :data:`READS_AFTER_THE_END` for an end seen here."""
         self._notice: Text | None = None
+        self._status_notice = False
+        """Whether the notice is the backend's status problem (gone once it answers again)."""
+        self._notice_under_status: Text | None = None
+        """The notice the status problem hid, shown again once the backend answers."""
         self._guard: Text | None = None
         self._local = True
         self._last_read = 0.0
@@ -195,7 +204,7 @@ class RunScreen(RunActionScreen):
                 self.ended_at = dt.datetime.fromtimestamp(ended, dt.UTC)
             problem = context.monitor.problems().get(self.handle.run_id)
             if problem is not None:
-                self._notice = safe_text(f"status: {problem}", "red")
+                self._show_notice(safe_text(f"status: {problem}", "red"), status=True)
             context.monitor_events.subscribe(self, self._monitor_event)
         self._reader = RunReader(service_of(self.app), self.handle)
         origin = self._reader.service.store.settings_origin(self.handle)
@@ -264,7 +273,7 @@ class RunScreen(RunActionScreen):
             log_view.restore_place(self._reopen_place)
             self._reopen_place = None
         if loaded.log_problem is not None:
-            self._notice = safe_text(f"log: {loaded.log_problem}", "red")
+            self._show_notice(safe_text(f"log: {loaded.log_problem}", "red"))
         await self._apply_snapshot(loaded.snapshot)
         if self._reopen_tab is not None:
             tabs = self.query_one("#run-tabs", TabbedContent)
@@ -373,7 +382,7 @@ class RunScreen(RunActionScreen):
         if not self.is_attached:
             return
         if message.notice is not None:
-            self._notice = message.notice
+            self._show_notice(message.notice)
         await self._apply_snapshot(message.snapshot)
         self._update_header()
 
@@ -427,17 +436,33 @@ class RunScreen(RunActionScreen):
 
     # Messages ---------------------------------------------------------------------------------
 
+    def _show_notice(self, notice: Text | None, *, status: bool = False) -> None:
+        if status and not self._status_notice:
+            self._notice_under_status = self._notice
+        self._notice = notice
+        self._status_notice = status
+
     def _monitor_event(self, event: MonitorEvent) -> None:
         if isinstance(event, RunStateChanged):
             self._run_state_changed(event)
         elif isinstance(event, RunStatusFailed):
             self._run_status_failed(event)
+        elif isinstance(event, RunStatusRecovered) and event.run_id == self.handle.run_id:
+            self._status_answered()
+
+    def _status_answered(self) -> None:
+        """The backend answers again: its problem is no longer shown."""
+        if self._status_notice:
+            self._show_notice(self._notice_under_status)
+            self._update_header()
 
     def _run_state_changed(self, message: RunStateChanged) -> None:
         """Show this run's new state; read its files once more when it has ended."""
         if message.run_id != self.handle.run_id:
             return
         self.state = message.state
+        if self._status_notice:
+            self._show_notice(self._notice_under_status)  # the backend answered
         if message.state.is_final:
             monitor = monitor_of(self.app)
             ended = monitor.ended_at(self.handle.run_id) if monitor is not None else None
@@ -452,7 +477,7 @@ class RunScreen(RunActionScreen):
         """Say that the backend could not report this run's state."""
         if message.run_id != self.handle.run_id:
             return
-        self._notice = safe_text(f"status: {message.reason}", "red")
+        self._show_notice(safe_text(f"status: {message.reason}", "red"), status=True)
         self._update_header()
 
     @on(FetchProgress)

@@ -191,6 +191,10 @@ class Watcher(RunFollower):
         """Say in the log that a backend did not answer (once per distinct reason)."""
         self._say(f"run {run_id}: no state: {reason}")
 
+    def on_status_recovered(self, run_id: str) -> None:
+        """Say in the log that the backend answers again."""
+        self._say(f"run {run_id}: its backend answers again")
+
     # Recording and announcing -----------------------------------------------------------------
 
     def _record(

@@ -509,12 +509,12 @@ class RunsTable(DataTable[Text]):
             self._rewrite(row)
         self._rewrite_group_of(row)
 
-    def set_problem(self, run_id: str, reason: str) -> None:
-        """Show that a run's backend could not say where it is.
+    def set_problem(self, run_id: str, reason: str | None) -> None:
+        """Show that a run's backend could not say where it is, or that it answers again.
 
         Args:
             run_id: The run.
-            reason: The backend's message (untrusted).
+            reason: The backend's message (untrusted); ``None`` once it answers again.
         """
         row = self._rows.get(run_id)
         if row is None:

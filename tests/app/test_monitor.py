@@ -32,7 +32,7 @@ from x_tui.app.service import Service
 from x_tui.compute import operations
 from x_tui.compute.backend import Capability, RunState
 from x_tui.compute.launches import LaunchBook, LaunchRecord, StoredLaunches, process_start
-from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.store import RunHandle, RunStore, StoredRuns
 from x_tui.compute.worker.errors import ProviderError
 
 from .conftest import QUICK_JOB, keep_final_states, pyproject_text, save_handle
@@ -511,3 +511,26 @@ def test_a_backend_that_answers_again_is_told_so_and_its_problem_forgotten(
     assert states == [RunState.RUNNING]  # the run never changed state: only its backend did
     recovered = [m for m in inbox.seen if isinstance(m, RunStatusRecovered)]
     assert [m.run_id for m in recovered] == [run_id]
+
+
+def test_an_older_listing_told_late_never_follows_a_newer_one(state_dir: Path) -> None:
+    """Two threads read the store one after the other; the first tells slowly."""
+    told: list[int] = []
+    first_in = threading.Event()
+
+    class SlowFirst(RunFollower):
+        def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
+            if not first_in.is_set():
+                first_in.set()
+                time.sleep(0.5)  # this thread is preempted before it tells what it read
+            told.append(len(stored.handles))
+
+    follower = SlowFirst(Service(), poll=False)
+    save_handle(state_dir, run_id="one-20260919T120000Z-000001", job="one", submitted_at=EARLIER)
+    first = threading.Thread(target=follower.rescan)
+    first.start()
+    assert first_in.wait(DEADLINE)
+    save_handle(state_dir, run_id="two-20260919T120001Z-000002", job="two", submitted_at=EARLIER)
+    follower.rescan()
+    first.join()
+    assert told == [1, 2]

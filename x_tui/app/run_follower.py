@@ -162,10 +162,11 @@ class RunFollower:
         self._shown = threading.Event()
         """Set once the first records posted are shown (the rest of the store is read then)."""
         self._lock = threading.Lock()
-        self._telling = threading.Lock()
-        """Held from a change of a run's state to its telling (the hooks), so that the changes
-        found by different threads are told in the order they were made: else a run's
-        ``running``, told late, could follow its ``succeeded`` and be what a screen shows last."""
+        self._telling = threading.RLock()
+        """Held from a change of a run's state (or of the listing) to its telling (the hooks), so
+        that what different threads found is told in the order it was found: else a run's
+        ``running``, told late, could follow its ``succeeded`` (or an older listing a newer one)
+        and be what a screen shows last."""
         self._records: dict[Path, Record] = {}
         self._handles: dict[str, RunHandle] = {}
         self._states: dict[str, RunState] = {}
@@ -326,9 +327,10 @@ class RunFollower:
 
     # Hooks (called from the follower's threads; each does nothing here) ---------------------
     #
-    # ``on_state_changed``, ``on_launch_state``, ``on_status_failed`` and ``on_status_recovered``
-    # are called in the order the follower found what they tell (it holds its telling lock
-    # meanwhile), so they must return soon: post a message or write a line, never wait on a reply.
+    # ``on_runs_changed``, ``on_state_changed``, ``on_launch_state``, ``on_status_failed`` and
+    # ``on_status_recovered`` are called in the order the follower found what they tell (it holds
+    # its telling lock meanwhile), so they must return soon: post a message or write a line, never
+    # wait on a reply.
 
     def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
         """The store changed (``complete`` is false while it is still being read at start)."""
@@ -602,30 +604,33 @@ class RunFollower:
             self._wake.set()
 
     def _publish(self, *, complete: bool) -> None:
-        with self._lock:
-            launched = [
-                record.handle()
-                for run_id, record in self._launches.items()
-                if run_id not in self._handles
-            ]
-            handles = sorted(
-                [*self._handles.values(), *launched],
-                key=lambda handle: (handle.submitted_at, handle.run_id),
-                reverse=True,
-            )
-            # An unreadable sweep record is named beside the unreadable handles, as by status.
-            problems = [
-                *((path, record.reason) for path, record in self._records.items()),
-                *self._sweeps.unreadable.items(),
-            ]
-            unreadable = {path: reason for path, reason in sorted(problems) if reason is not None}
-            unreadable.update(self._launch_unreadable)
-            if complete:
-                self._scanned = True
-            self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
-            self._published = {handle.run_id for handle in handles}
-            stored = self._stored
-        self.on_runs_changed(stored, complete=complete)
+        with self._telling:
+            with self._lock:
+                launched = [
+                    record.handle()
+                    for run_id, record in self._launches.items()
+                    if run_id not in self._handles
+                ]
+                handles = sorted(
+                    [*self._handles.values(), *launched],
+                    key=lambda handle: (handle.submitted_at, handle.run_id),
+                    reverse=True,
+                )
+                # An unreadable sweep record is named beside the unreadable handles, as by status.
+                problems = [
+                    *((path, record.reason) for path, record in self._records.items()),
+                    *self._sweeps.unreadable.items(),
+                ]
+                unreadable = {
+                    path: reason for path, reason in sorted(problems) if reason is not None
+                }
+                unreadable.update(self._launch_unreadable)
+                if complete:
+                    self._scanned = True
+                self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
+                self._published = {handle.run_id for handle in handles}
+                stored = self._stored
+            self.on_runs_changed(stored, complete=complete)
 
     def _interrupt(self) -> Interrupt:
         """A new interrupt, set by :meth:`stop` (closed by the thread that waits on it)."""

@@ -448,21 +448,20 @@ class RunScreen(RunActionScreen):
         elif isinstance(event, RunStatusFailed):
             self._run_status_failed(event)
         elif isinstance(event, RunStatusRecovered) and event.run_id == self.handle.run_id:
-            self._status_answered()
+            self._drop_status_notice()
+            self._update_header()
 
-    def _status_answered(self) -> None:
-        """The backend answers again: its problem is no longer shown."""
+    def _drop_status_notice(self) -> None:
+        """The backend answers again: show the notice its problem hid, if any."""
         if self._status_notice:
             self._show_notice(self._notice_under_status)
-            self._update_header()
 
     def _run_state_changed(self, message: RunStateChanged) -> None:
         """Show this run's new state; read its files once more when it has ended."""
         if message.run_id != self.handle.run_id:
             return
         self.state = message.state
-        if self._status_notice:
-            self._show_notice(self._notice_under_status)  # the backend answered
+        self._drop_status_notice()  # the backend answered
         if message.state.is_final:
             monitor = monitor_of(self.app)
             ended = monitor.ended_at(self.handle.run_id) if monitor is not None else None

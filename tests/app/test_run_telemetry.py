@@ -23,6 +23,7 @@ from x_tui.compute.store import RunStore
 from x_tui.widgets.metrics_view import MetricsView
 
 from .conftest import make_app, pyproject_text, screen_text
+from .screens_support import notices
 
 FAKE_GPUS = Path(__file__).resolve().parent.parent / "fake_gpus"
 
@@ -167,6 +168,9 @@ async def test_a_silent_run_with_idle_gpus_is_flagged_in_the_header(
         await pilot.press("c")
         await pilot.press("y")
         await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the cancel")
+        await wait_until(
+            pilot, lambda: f"Cancelled {handle.run_id}" in notices(app), "the cancel to end"
+        )
 
 
 @pytest.mark.slow

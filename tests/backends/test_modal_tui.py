@@ -10,6 +10,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, TabbedContent
 
+from tests.app.screens_support import notices
 from tests.support import QUICK_POLLS, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.run_screen import RunScreen
@@ -116,6 +117,11 @@ def test_a_modal_run_shows_live_cancels_and_fetches_from_the_tui(
             await wait_until(pilot, lambda: "Cancel run" in _text(app), "the question")
             await pilot.press("y")
             await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+            await wait_until(
+                pilot,
+                lambda: f"Cancelled {screen.handle.run_id}" in notices(app),
+                "the cancel to end",
+            )
             await pilot.press("f")
             await wait_until(
                 pilot, lambda: "into this directory" in _text(app), "the fetch question"
@@ -159,5 +165,10 @@ def test_a_modal_runs_device_samples_reach_the_devices_tab(
             await wait_until(pilot, lambda: "Cancel run" in _text(app), "the question")
             await pilot.press("y")
             await wait_until(pilot, lambda: screen.state is RunState.CANCELLED, "the run to stop")
+            await wait_until(
+                pilot,
+                lambda: f"Cancelled {screen.handle.run_id}" in notices(app),
+                "the cancel to end",
+            )
 
     asyncio.run(scenario())

@@ -15,6 +15,7 @@ import pytest
 from textual.pilot import Pilot
 from textual.widgets import Button, TabbedContent
 
+from tests.app.screens_support import notices
 from tests.support import QUICK_POLLS, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.run_screen import RunScreen
@@ -162,6 +163,13 @@ def test_a_skypilot_run_shows_live_cancels_and_fetches_from_the_tui(
                 "the run to stop",
                 deadline=DEADLINE,
             )
+            # The job reads cancelled before the cancel has taken its cluster down.
+            await wait_until(
+                pilot,
+                lambda: f"Cancelled {screen.handle.run_id}" in notices(app),
+                "the cancel to end",
+                deadline=DEADLINE,
+            )
             await pilot.press("f")
             await wait_until(
                 pilot,
@@ -231,6 +239,13 @@ def test_a_skypilot_runs_device_samples_reach_the_devices_tab(
                 pilot,
                 lambda: screen.state is RunState.CANCELLED,
                 "the run to stop",
+                deadline=DEADLINE,
+            )
+            # The job reads cancelled before the cancel has taken its cluster down.
+            await wait_until(
+                pilot,
+                lambda: f"Cancelled {screen.handle.run_id}" in notices(app),
+                "the cancel to end",
                 deadline=DEADLINE,
             )
 

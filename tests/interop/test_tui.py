@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.app.conftest import make_app, screen_text
+from tests.app.screens_support import notices
 from tests.interop.harness import Substrax
 from tests.interop.test_store_shared import submitted, substrax_line, xtui_state
 from tests.support import asynchronous, wait_for, wait_until
@@ -68,5 +69,6 @@ async def test_the_tui_lists_follows_fetches_and_cancels_runs_substrax_submitted
         await wait_until(
             pilot, lambda: app.monitor.state_of(slow) is RunState.CANCELLED, "the run to stop"
         )
+        await wait_until(pilot, lambda: f"Cancelled {slow}" in notices(app), "the cancel to end")
     assert substrax_line(tools, slow) == f"{slow}  local  slow  cancelled"
     assert Path(tools.cli.runs / f"{hello}.json").is_file()

@@ -534,3 +534,40 @@ def test_an_older_listing_told_late_never_follows_a_newer_one(state_dir: Path) -
     follower.rescan()
     first.join()
     assert told == [1, 2]
+
+
+def test_a_hook_that_takes_long_for_one_run_holds_up_no_other_runs_telling(
+    state_dir: Path,
+) -> None:
+    """The watcher resubmits a preempted run in its hook (minutes, for a cloud): the other runs'
+    states are told meanwhile."""
+    slow, quick = sorted(_save_counting_runs(state_dir, 2))
+    slow_in_hook, quick_told = threading.Event(), threading.Event()
+    told: list[str] = []
+
+    class QuickAnswersLate(CountingBackend):
+        def status(self, handle: RunHandle) -> RunState:
+            if handle.run_id == quick:
+                slow_in_hook.wait(DEADLINE)  # the quick run answers once the slow one is told
+            return super().status(handle)
+
+    backend = QuickAnswersLate(batch=False)
+
+    def post(message: Message) -> None:
+        if not isinstance(message, RunStateChanged):
+            return
+        if message.run_id == slow:
+            slow_in_hook.set()
+            quick_told.wait(2.0)  # at once, if the quick run is told meanwhile
+        else:
+            quick_told.set()
+        told.append(message.run_id)
+
+    service = Service(build_backend=lambda handle: backend)
+    monitor = RunMonitor(service, post, first_interval=0.05, max_interval=0.1, parallel=4)
+    monitor.start()
+    try:
+        wait_for(lambda: len(told) >= 2, "both runs' states told")
+    finally:
+        monitor.stop()
+    assert told[:2] == [quick, slow]

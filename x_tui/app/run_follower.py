@@ -162,11 +162,15 @@ class RunFollower:
         self._shown = threading.Event()
         """Set once the first records posted are shown (the rest of the store is read then)."""
         self._lock = threading.Lock()
-        self._telling = threading.RLock()
-        """Held from a change of a run's state (or of the listing) to its telling (the hooks), so
-        that what different threads found is told in the order it was found: else a run's
-        ``running``, told late, could follow its ``succeeded`` (or an older listing a newer one)
-        and be what a screen shows last."""
+        self._tellings: dict[str, threading.Lock] = {}
+        """Each run's telling lock, held from a change of the run's state to its telling (the
+        hooks), so that what different threads found of one run is told in the order it was
+        found: else its ``running``, told late, could follow its ``succeeded`` and be what a
+        screen shows last. One lock per run: a hook that takes long (the watcher resubmitting a
+        preempted run) holds up only that run's next telling."""
+        self._listing_telling = threading.Lock()
+        """Held from reading the listing to its telling, for the same reason (an older listing
+        told after a newer one)."""
         self._records: dict[Path, Record] = {}
         self._handles: dict[str, RunHandle] = {}
         self._states: dict[str, RunState] = {}
@@ -327,10 +331,10 @@ class RunFollower:
 
     # Hooks (called from the follower's threads; each does nothing here) ---------------------
     #
-    # ``on_runs_changed``, ``on_state_changed``, ``on_launch_state``, ``on_status_failed`` and
-    # ``on_status_recovered`` are called in the order the follower found what they tell (it holds
-    # its telling lock meanwhile), so they must return soon: post a message or write a line, never
-    # wait on a reply.
+    # ``on_state_changed``, ``on_launch_state``, ``on_status_failed`` and ``on_status_recovered``
+    # are called in the order the follower found what they tell of a run (it holds that run's
+    # telling lock meanwhile, so the run's next one waits), ``on_runs_changed`` in the order the
+    # listings were read.
 
     def on_runs_changed(self, stored: StoredRuns, *, complete: bool) -> None:
         """The store changed (``complete`` is false while it is still being read at start)."""
@@ -604,7 +608,7 @@ class RunFollower:
             self._wake.set()
 
     def _publish(self, *, complete: bool) -> None:
-        with self._telling:
+        with self._listing_telling:
             with self._lock:
                 launched = [
                     record.handle()
@@ -711,23 +715,26 @@ class RunFollower:
         self._launch_stamp = stamp if settled else _UNSET
         records = {record.run_id: record for record in stored.records}
         changes: list[tuple[str, RunState]] = []
-        with self._telling:
-            with self._lock:
-                if records == self._launches and stored.unreadable == self._launch_unreadable:
-                    return
-                self._launch_unreadable = dict(stored.unreadable)
-                for run_id in self._launches.keys() - records.keys():
-                    if run_id not in self._handles:
-                        self._states.pop(run_id, None)
-                for run_id, record in records.items():
-                    state = RunState.SUBMITTING if record.state == SUBMITTING else RunState.FAILED
-                    if run_id not in self._handles and self._states.get(run_id) is not state:
-                        self._states[run_id] = state
-                        changes.append((run_id, state))
-                self._launches = records
-            self._publish(complete=True)
-            for run_id, state in changes:
-                self.on_launch_state(run_id, state)
+        with self._lock:
+            if records == self._launches and stored.unreadable == self._launch_unreadable:
+                return
+            self._launch_unreadable = dict(stored.unreadable)
+            for run_id in self._launches.keys() - records.keys():
+                if run_id not in self._handles:
+                    self._states.pop(run_id, None)
+            for run_id, record in records.items():
+                state = RunState.SUBMITTING if record.state == SUBMITTING else RunState.FAILED
+                if run_id not in self._handles and self._states.get(run_id) is not state:
+                    self._states[run_id] = state
+                    changes.append((run_id, state))
+            self._launches = records
+        self._publish(complete=True)
+        for run_id, state in changes:
+            with self._telling_of(run_id):
+                with self._lock:  # told only while it still holds: the poller may have answered
+                    current = self._states.get(run_id) is state and run_id not in self._handles
+                if current:
+                    self.on_launch_state(run_id, state)
 
     # The poller -------------------------------------------------------------------------------
 
@@ -840,7 +847,7 @@ class RunFollower:
                 seen_running = self._states.get(run_id) is not None
             if ended is None and seen_running:
                 ended = time.time()
-        with self._telling:
+        with self._telling_of(run_id):
             with self._lock:
                 poll = self._polls.get(run_id)
                 previous = self._states.get(run_id)
@@ -862,8 +869,13 @@ class RunFollower:
                 self.on_status_recovered(run_id)
         self.on_polled(handle, state)
 
+    def _telling_of(self, run_id: str) -> threading.Lock:
+        """The run's telling lock (see ``_tellings``)."""
+        with self._lock:
+            return self._tellings.setdefault(run_id, threading.Lock())
+
     def _status_failed(self, run_id: str, reason: str) -> None:
-        with self._telling:
+        with self._telling_of(run_id):
             with self._lock:
                 poll = self._polls.get(run_id)
                 if poll is None:

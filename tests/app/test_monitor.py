@@ -285,6 +285,7 @@ def test_the_monitor_asks_once_per_round_for_all_unfinished_runs_of_a_batching_b
     assert backend.batches
     assert all(batch == run_ids for batch in backend.batches)
     assert len(backend.batches) == rounds  # finished runs are never asked for again
+    assert not monitor._tellings  # nor is a telling lock kept for any of them
 
 
 def test_a_backend_that_cannot_batch_is_asked_once_per_run(state_dir: Path, inbox: Inbox) -> None:

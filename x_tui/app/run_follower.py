@@ -167,7 +167,8 @@ class RunFollower:
         hooks), so that what different threads found of one run is told in the order it was
         found: else its ``running``, told late, could follow its ``succeeded`` and be what a
         screen shows last. One lock per run: a hook that takes long (the watcher resubmitting a
-        preempted run) holds up only that run's next telling."""
+        preempted run) holds up only that run's next telling. A run's lock goes once it has ended
+        (or its launch record went without a handle), so the table holds the runs going now."""
         self._listing_telling = threading.Lock()
         """Held from reading the listing to its telling, for the same reason (an older listing
         told after a newer one)."""
@@ -722,6 +723,7 @@ class RunFollower:
             for run_id in self._launches.keys() - records.keys():
                 if run_id not in self._handles:
                     self._states.pop(run_id, None)
+                    self._tellings.pop(run_id, None)
             for run_id, record in records.items():
                 state = RunState.SUBMITTING if record.state == SUBMITTING else RunState.FAILED
                 if run_id not in self._handles and self._states.get(run_id) is not state:
@@ -857,6 +859,7 @@ class RunFollower:
                 if state.is_final:
                     self._ended[run_id] = ended
                     self._polls.pop(run_id, None)
+                    self._tellings.pop(run_id, None)  # nothing more is told of it: kept no longer
                     self._dirty = True
                 elif poll is not None:
                     poll.interval = self._first if changed else min(poll.interval * 2, self._max)

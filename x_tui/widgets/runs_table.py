@@ -517,7 +517,7 @@ class RunsTable(DataTable[Text]):
             reason: The backend's message (untrusted); ``None`` once it answers again.
         """
         row = self._rows.get(run_id)
-        if row is None:
+        if row is None or row.problem == reason:
             return
         row.problem = reason
         if run_id in self._shown:

@@ -1,5 +1,5 @@
-"""What every test may share: the deadline a test waits for something, the one way to wait, and
-a lock for the rare test that must use a fixed path.
+"""What every test may share: the deadline a test waits for something, the one way to wait, a
+lock for the rare test that must use a fixed path, and the port a test's server listens on.
 
 A test waits for a condition, never for a measured time: :func:`wait_for` polls a condition in
 plain code, :func:`wait_until` lets a Textual app run (through its ``Pilot``) until a condition
@@ -17,6 +17,8 @@ import functools
 import io
 import itertools
 import os
+import random
+import socket
 import subprocess
 import sys
 import tempfile
@@ -235,6 +237,45 @@ def exclusive(name: str) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def listenable(port: int) -> bool:
+    """Whether a server could listen on 127.0.0.1:``port`` now (bound as servers bind it, with
+    ``SO_REUSEADDR``: a port left in ``TIME_WAIT`` will do)."""
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+def free_port(accept: Callable[[int], bool] = listenable) -> int:
+    """A port of 127.0.0.1 for a test's server: below the kernel's ephemeral range, and free now.
+
+    A port the kernel hands out (``bind`` to port 0) comes from the ephemeral range, which every
+    outgoing connection of the machine draws from too: between the probe and the server's own
+    bind, a connection of another test (an ``ssh`` to a fake cluster, a request to moto) can take
+    it, and the server fails to start. Below that range only another listener can take it, and
+    the port is drawn at random from thousands; a server that loses it anyway is started again
+    on another (see ``tests.backends.fake_sky.harness``).
+
+    Args:
+        accept: Whether a drawn port will do; by default, whether it is free (a server that also
+            takes a second port, derived from the first, checks both).
+
+    Raises:
+        RuntimeError: If a thousand draws found none.
+    """
+    ranges = Path("/proc/sys/net/ipv4/ip_local_port_range")
+    lowest = int(ranges.read_text().split()[0]) if ranges.exists() else 32768
+    draw = random.SystemRandom()  # not the generator a test may have seeded
+    for _ in range(1000):
+        port = draw.randrange(min(20000, lowest // 2), lowest)
+        if accept(port):
+            return port
+    raise RuntimeError(f"no free port of 127.0.0.1 below {lowest} in a thousand draws")
 
 
 def run_x_tui(

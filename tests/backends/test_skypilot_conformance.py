@@ -14,8 +14,6 @@ from __future__ import annotations
 import ast
 import json
 import os
-import random
-import socket
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.support import free_port, listenable
 from x_tui.backends.skypilot import sky_sdk
 from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, ClusterGone, bridge_pids, close_bridges
@@ -366,30 +365,13 @@ def queue_port(api_port: int) -> int:
     return 50000 + (11 + api_port - 46580) % 10000
 
 
-def bindable(port: int) -> bool:
-    """Whether a listener could bind 127.0.0.1:``port`` now (as SkyPilot checks: SO_REUSEADDR)."""
-    with socket.socket() as probe:
-        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            probe.bind(("127.0.0.1", port))
-        except OSError:
-            return False
-        return True
-
-
-def api_ports(rng: random.Random) -> int:
+def api_port() -> int:
     """An API port below the kernel's ephemeral range whose queue port is free as well.
 
     Below that range no outgoing connection takes it; the queue port lies in the ephemeral range
     whatever the API port, so it is checked, and a start that loses it anyway is tried again.
     """
-    ephemeral = Path("/proc/sys/net/ipv4/ip_local_port_range")
-    lowest = int(ephemeral.read_text().split()[0]) if ephemeral.exists() else 32768
-    for _ in range(1000):
-        port = rng.randrange(min(20000, lowest // 2), lowest)
-        if bindable(port) and bindable(queue_port(port)):
-            return port
-    raise RuntimeError(f"no free pair of API and queue ports below {lowest}")
+    return free_port(lambda port: listenable(port) and listenable(queue_port(port)))
 
 
 def server_log_errors(home: Path) -> str:
@@ -415,13 +397,12 @@ def api_server(real_sky: Path, tmp_path_factory: pytest.TempPathFactory) -> Iter
     """
     home = tmp_path_factory.mktemp("api-server-home")
     sky = str(real_sky.parent / "sky")
-    rng = random.Random()
     failures: list[str] = []
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HOME", str(home))
         patch.setenv("SKYPILOT_DISABLE_USAGE_COLLECTION", "1")
         for _ in range(3):
-            port = api_ports(rng)
+            port = api_port()
             patch.setenv("SKYPILOT_API_SERVER_LOCAL_PORT", str(port))
             start = subprocess.run(
                 [sky, "api", "start"], capture_output=True, text=True, timeout=180, check=False

@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from tests.support import free_port
+
 if TYPE_CHECKING:
     from conftest import Cli
 
@@ -31,12 +33,6 @@ CHROMIUM_FLAGS = (
     "--no-first-run",
     "--remote-debugging-port=0",
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def _status(url: str, cookie: str | None = None) -> tuple[int, str, str]:
@@ -78,7 +74,7 @@ def test_a_browser_reaches_the_runs_table_only_through_the_token_url(
     if chromium is None:
         pytest.skip("Debian's chromium package is not installed (.ci/run installs it)")
     run_id = cli.submitted_id(cli("run", "failing", "--detach").stdout)
-    port = _free_port()
+    port = free_port()
     server = subprocess.Popen(
         [sys.executable, "-m", "x_tui", "serve", "--port", str(port)],
         cwd=cli.project,

@@ -13,22 +13,24 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import itertools
 import json
 import os
 import secrets
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import sysconfig
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+
+from tests.support import free_port
 
 FAKE_SKY_DIR = Path(__file__).resolve().parent
 """This directory, which holds the fake ``sky`` package."""
@@ -255,21 +257,72 @@ def run_cli(
     )
 
 
-def free_port() -> int:
-    """A TCP port nobody listens on at the moment."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+class ServerExitedError(RuntimeError):
+    """A server exited before it listened (most often: another process took its port)."""
 
 
 def _wait_for_port(port: int, process: subprocess.Popen[bytes], what: str) -> None:
+    """Wait until ``process`` itself listens on ``port`` (not another process that took it)."""
     for _ in range(300):
         if process.poll() is not None:
-            raise RuntimeError(f"{what} exited with {process.returncode}")
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+            raise ServerExitedError(f"{what} exited with {process.returncode}")
+        if _listens(process.pid, port):
             return
         time.sleep(0.05)
     raise RuntimeError(f"{what} did not listen on 127.0.0.1:{port}")
+
+
+def _listens(pid: int, port: int) -> bool:
+    """Whether process ``pid`` holds a socket listening on TCP ``port`` (read from ``/proc``)."""
+    listening = set()
+    with contextlib.suppress(OSError), open("/proc/net/tcp", encoding="ascii") as table:
+        for line in itertools.islice(table, 1, None):
+            fields = line.split()
+            if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # LISTEN
+                listening.add(f"socket:[{fields[9]}]")
+    if not listening:
+        return False
+    with contextlib.suppress(OSError):
+        for fd in Path(f"/proc/{pid}/fd").iterdir():
+            with contextlib.suppress(OSError):
+                if os.readlink(fd) in listening:
+                    return True
+    return False
+
+
+def _serve(
+    command: Callable[[int], list[str]], *, what: str, log: Path, tries: int = 3
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start the server ``command(port)`` on a free port of 127.0.0.1, in a session of its own.
+
+    A server that exits before it listens is started again on another port, ``tries`` times in
+    all; its output goes to ``log``, whose end the last failure names.
+
+    Returns:
+        The server's process and its port.
+    """
+    failures: list[str] = []
+    for _ in range(tries):
+        port = free_port()
+        with log.open("ab") as output:
+            process = subprocess.Popen(
+                command(port),
+                stdin=subprocess.DEVNULL,
+                stdout=output,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+            _wait_for_port(port, process, what)
+        except ServerExitedError as exited:
+            said = log.read_bytes()[-300:].decode(errors="replace").strip()
+            failures.append(f"port {port}: {exited} ({said})")
+            continue
+        except BaseException:
+            _stop(process)
+            raise
+        return process, port
+    raise RuntimeError(f"{what} did not start: " + "; ".join(failures))
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
@@ -327,14 +380,13 @@ def start_sshd(root: Path) -> Iterator[SshServer]:
         )
     shutil.copy(root / "client_key.pub", root / "authorized_keys")
     (root / "authorized_keys").chmod(0o600)
-    port = free_port()
     user = (
         os.environ.get("USER")
         or subprocess.run(["id", "-un"], capture_output=True, text=True, check=True).stdout.strip()
     )
     config = root / "sshd_config"
-    config.write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {root / 'host_key'}\n"
+    config.write_text(  # the port is given on the command line (``-p``), one per try
+        f"ListenAddress 127.0.0.1\nHostKey {root / 'host_key'}\n"
         f"PidFile {root / 'sshd.pid'}\nAuthorizedKeysFile {root / 'authorized_keys'}\n"
         "PasswordAuthentication no\nKbdInteractiveAuthentication no\n"
         "PermitRootLogin prohibit-password\nUsePAM no\nStrictModes no\n"
@@ -349,15 +401,12 @@ def start_sshd(root: Path) -> Iterator[SshServer]:
     if os.geteuid() == 0:
         Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     sshd = shutil.which("sshd") or "/usr/sbin/sshd"
-    process = subprocess.Popen(
-        [sshd, "-D", "-e", "-f", str(config)],
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=(root / "sshd.log").open("wb"),
-        start_new_session=True,
+    process, port = _serve(
+        lambda port: [sshd, "-D", "-e", "-f", str(config), "-p", str(port)],
+        what="sshd",
+        log=root / "sshd.log",
     )
     try:
-        _wait_for_port(port, process, "sshd")
         yield SshServer(port=port, user=user, key=root / "client_key")
     finally:
         _stop(process)
@@ -401,16 +450,12 @@ class S3Server:
 def start_moto(root: Path) -> Iterator[S3Server]:
     """Start moto's server on a free port of 127.0.0.1; stop it afterwards."""
     root.mkdir(parents=True, exist_ok=True)
-    port = free_port()
-    process = subprocess.Popen(
-        ["moto_server", "-H", "127.0.0.1", "-p", str(port)],
-        stdin=subprocess.DEVNULL,
-        stdout=(root / "moto.log").open("wb"),
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
+    process, port = _serve(
+        lambda port: ["moto_server", "-H", "127.0.0.1", "-p", str(port)],
+        what="moto_server",
+        log=root / "moto.log",
     )
     try:
-        _wait_for_port(port, process, "moto_server")
         endpoint = f"http://127.0.0.1:{port}"
         yield S3Server(
             endpoint=endpoint,

@@ -1,5 +1,6 @@
 """Fixtures for the TUI's tests: a private state directory, a project whose local backend runs
-this interpreter, and the app on them (with quick polls). Waiting is ``tests.support``'s.
+this interpreter, the app on them (with quick polls), and ``leftovers``, which cancels the runs a
+test left going. Waiting is ``tests.support``'s.
 
 Everything is real: the run store is files, a run is the local backend's detached worker, a CLI
 submit is ``python -m x_tui run`` in another process. Waiting is by condition with a generous
@@ -13,7 +14,7 @@ import json
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +24,7 @@ from x_tui.app.app import XTuiApp
 from x_tui.app.run_follower import PollIntervals
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings
+from x_tui.compute import operations
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.records import dumps_pretty
@@ -154,3 +156,16 @@ def keep_final_states(state: Path, states: dict[str, tuple[RunState, float]]) ->
         for run_id, (run_state, ended) in states.items()
     }
     path.write_text(json.dumps({"version": 1, "runs": runs}), encoding="utf-8")
+
+
+@pytest.fixture
+def leftovers(state_dir: Path) -> Iterator[None]:
+    """Cancel every run still going once the test is over, so no sleeper outlives it."""
+    yield
+    for handle in RunStore(state_dir / "compute" / "runs").read_all().handles:
+        try:
+            backend = operations.backend_for(handle)
+            if not backend.status(handle).is_final:
+                backend.cancel(handle)
+        except Exception as error:  # leave the test's own failure in front
+            print(f"could not cancel {handle.run_id}: {error}", file=sys.stderr)

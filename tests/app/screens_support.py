@@ -9,16 +9,14 @@ import asyncio
 import datetime as dt
 import json
 import os
-import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-import pytest
 from textual.app import App
 
 from x_tui.compute import operations
 from x_tui.compute.backend import SPEC_NAME
-from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.manifest import (
     JobManifest,
     RunDevices,
@@ -89,19 +87,6 @@ def submit(project: Path, job: str, *, accelerator: str | None = None) -> RunHan
 async def submitted(project: Path, job: str) -> RunHandle:
     """:func:`submit` in a thread, from an async test."""
     return await asyncio.to_thread(submit, project, job)
-
-
-@pytest.fixture
-def leftovers(state_dir: Path) -> Iterator[None]:
-    """Cancel every run still going once the test is over, so no sleeper outlives it."""
-    yield
-    for handle in RunStore(state_dir / "compute" / "runs").read_all().handles:
-        try:
-            backend = operations.backend_for(handle)
-            if not backend.status(handle).is_final:
-                backend.cancel(handle)
-        except Exception as error:  # leave the test's own failure in front
-            print(f"could not cancel {handle.run_id}: {error}", file=sys.stderr)
 
 
 def finished_run(

@@ -25,13 +25,10 @@ from .screens_support import (
     NOW,
     SUBMITTED_AT,
     finished_run,
-    leftovers,
     notices,
     submitted,
     write_project,
 )
-
-__all__ = ["leftovers"]
 
 
 @pytest.fixture

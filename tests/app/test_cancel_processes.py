@@ -13,9 +13,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.worker import run_processes
 
 from .conftest import make_app
-from .screens_support import leftovers, notices, submitted, write_project
-
-__all__ = ["leftovers"]
+from .screens_support import notices, submitted, write_project
 
 FAMILY_JOB = """
 [tool.substrax.compute.jobs.family]

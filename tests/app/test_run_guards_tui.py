@@ -19,9 +19,7 @@ from x_tui.compute.run_guards import RunGuard
 from x_tui.compute.worker.manifest import TaskStatus
 
 from .conftest import make_app, screen_text
-from .screens_support import NOW, finished_run, leftovers, write_project
-
-__all__ = ["leftovers"]
+from .screens_support import NOW, finished_run, write_project
 
 NEXT = "train-20260919T130000Z-0d0e0f"
 """The run that replaced the preempted one."""

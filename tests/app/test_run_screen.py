@@ -24,12 +24,9 @@ from .conftest import make_app, screen_text
 from .screens_support import (
     NOW,
     finished_run,
-    leftovers,
     submitted,
     write_project,
 )
-
-__all__ = ["leftovers"]
 
 
 @pytest.fixture

@@ -17,9 +17,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.worker.manifest import TaskStatus
 
 from .conftest import make_app, screen_text
-from .screens_support import NOW, finished_run, leftovers, submitted, write_project
-
-__all__ = ["leftovers"]
+from .screens_support import NOW, finished_run, submitted, write_project
 
 LONG = """\
 import os, pathlib, time

@@ -15,9 +15,7 @@ from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
 from .conftest import make_app, screen_text
-from .screens_support import QUICK_JOB, leftovers, write_project
-
-__all__ = ["leftovers"]
+from .screens_support import QUICK_JOB, write_project
 
 H100_JOB = """
 [tool.substrax.compute.jobs.big]

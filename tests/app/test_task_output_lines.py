@@ -25,9 +25,7 @@ from x_tui.compute.store import RunHandle
 from x_tui.widgets.log_view import LogView
 
 from .conftest import make_app
-from .screens_support import leftovers, submitted, write_project
-
-__all__ = ["leftovers"]
+from .screens_support import submitted, write_project
 
 STEPS = 12
 

@@ -10,27 +10,18 @@ emits (it clears the screen once). The app must still be running, and quit on ``
 
 from __future__ import annotations
 
-import fcntl
 import os
 import re
-import struct
-import subprocess
-import sys
-import termios
-import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
-from x_tui.compute import operations
-from x_tui.compute.store import RunHandle, RunStore
+from tests.support import DEADLINE
+from x_tui.compute.store import RunHandle
 
 from .conftest import pyproject_text
-
-DEADLINE = 60.0
-"""Seconds to wait for something the app should show, before failing."""
+from .terminal_support import Terminal, run_to_the_end, start_in_terminal
 
 HOSTILE_TASK = r"""
 import os, pathlib, sys
@@ -75,108 +66,6 @@ speaks = ["python", "task.py"]
     return root
 
 
-def _run_to_the_end(project: Path, job: str, *, detail: str) -> RunHandle:
-    plan = operations.plan_run(operations.open_project(project), job)
-    handle = operations.submit_run(plan)
-    backend = operations.backend_for(handle)
-    give_up = time.monotonic() + DEADLINE
-    while not backend.status(handle).is_final:
-        assert time.monotonic() < give_up, f"{job} did not end"
-        time.sleep(0.1)
-    with_detail = RunHandle(
-        run_id=handle.run_id,
-        backend=handle.backend,
-        job=handle.job,
-        project=handle.project,
-        submitted_at=handle.submitted_at,
-        settings=handle.settings,
-        details={**handle.details, "note": detail},
-    )
-    RunStore().save(with_detail)
-    return with_detail
-
-
-@dataclass
-class Terminal:
-    """The app on a pty, and every byte it wrote."""
-
-    process: subprocess.Popen[bytes]
-    master: int
-    output: bytearray = field(default_factory=bytearray)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def read_forever(self) -> None:
-        """Copy the app's output until the pty closes."""
-        while True:
-            try:
-                chunk = os.read(self.master, 65536)
-            except OSError:
-                return
-            if not chunk:
-                return
-            with self.lock:
-                self.output += chunk
-
-    def seen(self) -> bytes:
-        """Everything written so far."""
-        with self.lock:
-            return bytes(self.output)
-
-    def wait_for(self, text: str) -> None:
-        """Wait until ``text`` has been drawn (after the last key sent)."""
-        wanted = text.encode()
-        give_up = time.monotonic() + DEADLINE
-        while wanted not in self.seen()[self._mark :]:
-            assert self.process.poll() is None, f"the app exited while waiting for {text!r}"
-            assert time.monotonic() < give_up, f"gave up waiting for {text!r} on the terminal"
-            time.sleep(0.05)
-
-    def press(self, key: bytes) -> None:
-        """Type ``key`` and remember where the output was, for :meth:`wait_for`."""
-        self._mark = len(self.seen())
-        os.write(self.master, key)
-
-    def settle(self) -> None:
-        """Wait until the app has written nothing for half a second."""
-        last, quiet_since = -1, time.monotonic()
-        give_up = time.monotonic() + DEADLINE
-        while time.monotonic() - quiet_since < 0.5 and time.monotonic() < give_up:
-            size = len(self.seen())
-            if size != last:
-                last, quiet_since = size, time.monotonic()
-            time.sleep(0.05)
-
-    _mark: int = 0
-
-
-def _start(project: Path, state: Path, tmp: Path) -> Terminal:
-    master, slave = os.openpty()
-    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
-    env = {key: value for key, value in os.environ.items() if not key.startswith("SUBSTRAX_")}
-    env.update(
-        TERM="xterm-256color",
-        COLUMNS="80",
-        LINES="24",
-        SUBSTRAX_STATE_DIR=str(state),
-        X_TUI_CONFIG=str(tmp / "no-settings.toml"),
-    )
-    env.pop("NO_COLOR", None)
-    env.pop("TEXTUAL", None)
-    process = subprocess.Popen(
-        [sys.executable, "-m", "x_tui", "--project", str(project)],
-        stdin=slave,
-        stdout=slave,
-        stderr=slave,
-        env=env,
-        cwd=project,
-        start_new_session=True,
-    )
-    os.close(slave)
-    terminal = Terminal(process=process, master=master)
-    threading.Thread(target=terminal.read_forever, daemon=True).start()
-    return terminal
-
-
 def _visit_the_run(terminal: Terminal, handle: RunHandle, last_line: str) -> None:
     """Open the run from the runs pane and show every tab, as a user would."""
     terminal.wait_for(handle.job)
@@ -200,8 +89,8 @@ def _session(
     state = tmp / "state"
     project = _project(tmp / "project", job, script)
     monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(state))
-    handle = _run_to_the_end(project, job, detail=detail)
-    terminal = _start(project, state, tmp)
+    handle = run_to_the_end(project, job, detail=detail)
+    terminal = start_in_terminal(project, state, tmp)
     try:
         _visit_the_run(terminal, handle, last)
         assert terminal.process.poll() is None, "the app exited on its own"

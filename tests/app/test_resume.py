@@ -37,7 +37,7 @@ from .conftest import (
     save_handle,
     submit_with_cli,
 )
-from .test_pty_security import _run_to_the_end
+from .terminal_support import run_to_the_end
 
 COUNTING_JOB = """
 [tool.substrax.compute.jobs.counting]
@@ -103,7 +103,7 @@ async def test_a_new_session_reopens_the_run_tab_filter_and_line_and_says_what_c
     assert kept_view.log_top == place.top_line
 
     # While the user is away (no TUI, no watcher), another run fails.
-    failed = _run_to_the_end(project, "failing", detail="fails while away")
+    failed = run_to_the_end(project, "failing", detail="fails while away")
 
     again = make_app(project)
     async with again.run_test(size=(100, 30)) as pilot:

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import DEADLINE
 from x_tui.app.view_state import ViewState, read_view
 from x_tui.compute.logindex_search import SearchQuery
 from x_tui.compute.store import RunHandle
 
 from .conftest import pyproject_text
-from .test_pty_security import DEADLINE, Terminal, _run_to_the_end, _start
+from .terminal_support import Terminal, run_to_the_end, start_in_terminal
 
 JOBS = """
 [tool.substrax.compute.jobs.counting]
@@ -121,18 +122,20 @@ def test_an_app_hung_up_on_is_reopened_on_the_same_run_tab_filter_and_line(
     project.mkdir()
     (project / "pyproject.toml").write_text(pyproject_text(JOBS), encoding="utf-8")
     monkeypatch.setenv("SUBSTRAX_STATE_DIR", str(state))
-    handle = _run_to_the_end(project, "counting", detail="plain")
+    handle = run_to_the_end(project, "counting", detail="plain")
 
-    scrolled = _filter_scroll_and_hang_up(_start(project, state, tmp_path), state, handle)
+    scrolled = _filter_scroll_and_hang_up(
+        start_in_terminal(project, state, tmp_path), state, handle
+    )
     left = read_view(state)
     assert left is not None
     assert (left.screen, left.run_id, left.tab) == ("run", handle.run_id, "tab-manifest")
     assert (left.log_filter, left.log_top) == (EVEN, scrolled.log_top)
 
     # While the user is away, with no TUI and no watcher, another run fails.
-    failed = _run_to_the_end(project, "failing", detail="plain")
+    failed = run_to_the_end(project, "failing", detail="plain")
 
-    second = _start(project, state, tmp_path)
+    second = start_in_terminal(project, state, tmp_path)
     try:
         # The away line, in a toast over the run screen reopened with no key pressed.
         second.wait_for("While you were away")

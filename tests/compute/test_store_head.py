@@ -8,11 +8,9 @@ import os
 
 import pytest
 
-from tests.compute.test_store_index import handle, settle, store, substrax_save
+from tests.compute.store_support import handle, settle, substrax_save
 from x_tui.compute.store import RunStore
 from x_tui.compute.store_index import HEAD_ROWS
-
-__all__ = ["store"]  # the fixture, used by name
 
 COUNT = HEAD_ROWS + 20
 

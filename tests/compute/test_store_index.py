@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 import os
 from collections.abc import Callable
@@ -10,37 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.compute.store_support import handle, settle, substrax_save
 from x_tui.compute.store import RunHandle, RunStore, handle_json
 from x_tui.compute.store_index import INDEX_NAME
-
-START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
-
-
-def handle(index: int, *, job: str = "train") -> RunHandle:
-    moment = START + dt.timedelta(minutes=index)
-    run_id = f"{job}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}"
-    return RunHandle(
-        run_id=run_id,
-        backend="local",
-        job=job,
-        project="/home/me/project",
-        submitted_at=moment,
-        settings={"python": None, "nested": {"list": [1, 2.5, None]}},
-        details={"pid": str(1000 + index), "run_dir": f"/state/compute/local/{run_id}"},
-    )
-
-
-@pytest.fixture
-def store(tmp_path: Path) -> RunStore:
-    runs = tmp_path / "state" / "compute" / "runs"
-    runs.mkdir(parents=True)
-    return RunStore(runs)
-
-
-def settle(store: RunStore) -> None:
-    """Make the runs directory's last change lie well in the past (as after a quiet minute)."""
-    past = dt.datetime.now(dt.UTC).timestamp() - 60
-    os.utime(store.root, (past, past))
 
 
 def count_reads(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -54,13 +25,6 @@ def count_reads(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
 
     monkeypatch.setattr(store, "_read_fields", counting)
     return read
-
-
-def substrax_save(store: RunStore, run: RunHandle) -> None:
-    """Write a handle as substrax 0.1.x does: a partial file renamed into place."""
-    partial = store.root / f".{run.run_id}.partial"
-    partial.write_text(handle_json(run), encoding="utf-8")
-    partial.replace(store.root / f"{run.run_id}.json")
 
 
 def test_a_settled_store_lists_from_its_index_without_reading_a_handle(

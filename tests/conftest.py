@@ -17,6 +17,12 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ("tests.backends.fake_sky.fixtures",)
+"""The fake SkyPilot's fixtures, registered once for the suite: a session fixture (its tool
+environment, moto, sshd) is then made once per worker. Bound by name in each test module
+instead, pytest made one of each per module: three modules on one worker started three moto
+servers."""
+
 PYCACHE_ENV = "X_TUI_TEST_PYCACHE"
 """Where the suite keeps compiled bytecode when the environment says not to write it (default
 ``~/.cache/x-tui-tests/pycache``)."""

@@ -23,13 +23,9 @@ from x_tui.testing.contract import wait_until_final
 
 from .fake_modal import fixtures as modal_fixtures
 from .fake_modal.harness import PYPROJECT, FakeModal
-from .fake_sky import fixtures as sky_fixtures
 from .fake_sky.harness import FakeSky, S3Server, make_locked_project, sky_pyproject
 
 fake = modal_fixtures.fake_modal
-fake_sky = sky_fixtures.fake_sky
-s3 = sky_fixtures.s3
-sky_tool = sky_fixtures.sky_tool
 
 TRAIN = (
     "import time\n"

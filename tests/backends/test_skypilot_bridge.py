@@ -15,7 +15,6 @@ from x_tui.backends.skypilot.bridge import Bridge, find_interpreter
 from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
 from x_tui.compute.worker.spec import JobSpec, Task
 
-from .fake_sky import fixtures
 from .fake_sky.harness import (
     FakeSky,
     SkyTool,
@@ -23,9 +22,6 @@ from .fake_sky.harness import (
     run_cli,
     sky_pyproject,
 )
-
-fake_sky = fixtures.fake_sky
-sky_tool = fixtures.sky_tool
 
 JOB = """\
 [tool.substrax.compute.jobs.hello]

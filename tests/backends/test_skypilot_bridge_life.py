@@ -24,13 +24,10 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.worker.errors import ProviderError
 from x_tui.compute.worker.spec import JobSpec, Task
 
-from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, make_locked_project
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot and its bridge processes per test
 
-fake_sky = fixtures.fake_sky
-sky_tool = fixtures.sky_tool
 
 GONE_SECONDS = 5.0
 

@@ -27,7 +27,6 @@ from x_tui.compute.worker.errors import BackendUnavailableError, ProviderError
 from x_tui.compute.worker.spec import JobSpec, Task
 from x_tui.testing.contract import wait_until_final
 
-from .fake_sky import fixtures
 from .fake_sky.harness import (
     FakeSky,
     S3Server,
@@ -39,9 +38,6 @@ from .fake_sky.harness import (
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
 
-fake_sky = fixtures.fake_sky
-s3 = fixtures.s3
-sky_tool = fixtures.sky_tool
 
 PROGRESS = (
     "import os, pathlib, sys, time\n"

@@ -13,11 +13,7 @@ from x_tui.compute.resources import ResourceError, parse_accelerators
 from x_tui.compute.worker.records import JsonValue
 from x_tui.compute.worker.spec import JobSpec, Task
 
-from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, make_locked_project
-
-fake_sky = fixtures.fake_sky
-sky_tool = fixtures.sky_tool
 
 HEADER = "InstanceType,AcceleratorName,AcceleratorCount,vCPUs,MemoryGiB,GpuInfo,Price,SpotPrice,Region,AvailabilityZone\n"  # noqa: E501
 CATALOGS = {

@@ -14,7 +14,6 @@ import pytest
 
 from x_tui.compute.store import RunStore
 
-from .fake_sky import fixtures
 from .fake_sky.harness import (
     FakeSky,
     S3Server,
@@ -25,9 +24,6 @@ from .fake_sky.harness import (
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
 
-fake_sky = fixtures.fake_sky
-s3 = fixtures.s3
-sky_tool = fixtures.sky_tool
 
 JOBS = """\
 [tool.substrax.compute.jobs.hello]

@@ -12,11 +12,7 @@ import json
 
 from x_tui.backends.skypilot.bridge import Bridge, close_bridges
 
-from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky
-
-fake_sky = fixtures.fake_sky
-sky_tool = fixtures.sky_tool
 
 
 def make_cluster(fake: FakeSky, name: str, status: str) -> None:

@@ -34,10 +34,7 @@ from x_tui.compute.worker.errors import BackendUnavailableError
 from x_tui.compute.worker.records import JsonValue
 from x_tui.compute.worker.spec import JobSpec, Mount, MountAccess, Task
 
-from .fake_sky import fixtures
 from .fake_sky.harness import SkyTool, make_locked_project
-
-sky_tool = fixtures.sky_tool
 
 VERSION = "0.14.1"
 

@@ -18,7 +18,6 @@ from x_tui.backends.skypilot.backend import SkyPilotBackend
 from x_tui.compute.backend import ComputeBackend
 from x_tui.testing.contract import SCRIPTS, BackendContract
 
-from .fake_sky import fixtures
 from .fake_sky.harness import (
     FakeSky,
     S3Server,
@@ -29,11 +28,6 @@ from .fake_sky.harness import (
 )
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
-
-outside_tmp = fixtures.outside_tmp
-s3 = fixtures.s3
-sky_tool = fixtures.sky_tool
-sshd = fixtures.sshd
 
 
 class TestSkyPilotBucketTransport(BackendContract):

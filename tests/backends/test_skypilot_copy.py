@@ -32,9 +32,6 @@ from .fake_sky.harness import FakeSky, SshServer, make_locked_project
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
 
-outside_tmp = fixtures.outside_tmp
-sky_tool = fixtures.sky_tool
-sshd = fixtures.sshd
 fake = fixtures.fake_sky_over_ssh
 
 WRITES = (

@@ -20,12 +20,7 @@ from x_tui.compute.price_quotes import plan_quote, quote_path, quoted_hourly_pri
 from x_tui.compute.run_removal import plan_removal
 from x_tui.compute.store import RunStore
 
-from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, S3Server, make_locked_project, sky_pyproject
-
-fake_sky = fixtures.fake_sky
-s3 = fixtures.s3
-sky_tool = fixtures.sky_tool
 
 JOB = """
 [tool.substrax.compute.jobs.priced]

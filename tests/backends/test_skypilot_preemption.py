@@ -24,14 +24,10 @@ from x_tui.compute.operations import backend_for, open_project, plan_run, submit
 from x_tui.compute.run_endings import EndingBook
 from x_tui.compute.store import RunHandle, default_state_dir
 
-from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, S3Server, make_locked_project, run_cli
 
 pytestmark = pytest.mark.slow  # fake SkyPilot clusters: real processes and S3
 
-fake_sky = fixtures.fake_sky
-s3 = fixtures.s3
-sky_tool = fixtures.sky_tool
 
 JOB = """\
 [tool.substrax.compute.jobs.long]

@@ -24,14 +24,10 @@ from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.backend import RunState
 from x_tui.compute.operations import open_project
 
-from .fake_sky import fixtures
 from .fake_sky.harness import FakeSky, S3Server, make_locked_project
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test: real processes, sshd or S3
 
-fake_sky = fixtures.fake_sky
-s3 = fixtures.s3
-sky_tool = fixtures.sky_tool
 
 DEADLINE = 120.0
 """Seconds each wait here may take: a fake cluster, its bucket and S3 are slow on a busy machine."""

@@ -13,7 +13,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
-from backends.fake_sky import fixtures
 from backends.fake_sky.harness import (
     FakeSky,
     make_locked_project,
@@ -21,14 +20,13 @@ from backends.fake_sky.harness import (
     sky_pyproject,
 )
 
+from tests.backends.fake_sky import fixtures
+
 if TYPE_CHECKING:
     from conftest import Cli
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test, over a real sshd
 
-outside_tmp = fixtures.outside_tmp
-sky_tool = fixtures.sky_tool
-sshd = fixtures.sshd
 fake = fixtures.fake_sky_over_ssh
 
 JOB = """\

@@ -1,4 +1,4 @@
-"""Pytest fixtures of the skypilot tests; a test module imports the ones it uses.
+"""Pytest fixtures of the skypilot tests, registered for the whole suite by ``tests/conftest.py``.
 
 ``sky_tool`` is the fake SkyPilot's tool environment; ``fake_sky`` a fresh fake SkyPilot state
 for one test (``fake_sky_over_ssh``: its clusters reached over ``sshd``); ``s3`` moto's

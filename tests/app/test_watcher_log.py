@@ -11,14 +11,14 @@ from x_tui.app.service import Service
 from x_tui.app.watcher import Watcher
 
 from .conftest import save_handle
-from .test_monitor import EARLIER
+from .screens_support import SUBMITTED_AT
 
 
 def test_the_log_says_when_a_backend_stops_answering_and_when_it_answers_again(
     state_dir: Path,
 ) -> None:
     run_id = "far-20260919T120000Z-000001"
-    save_handle(state_dir, run_id=run_id, job="far", backend="flaky", submitted_at=EARLIER)
+    save_handle(state_dir, run_id=run_id, job="far", backend="flaky", submitted_at=SUBMITTED_AT)
     backend = FlakyBackend()
     backend.down.set()
     log = io.StringIO()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.backends.test_skypilot_catalog import seed
+from tests.backends.fake_sky.catalogs import seed
 from x_tui.app.run_watch import WatchPoller
 from x_tui.app.service import Service
 from x_tui.cli.metrics_verb import watch_json

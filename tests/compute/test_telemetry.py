@@ -11,12 +11,12 @@ import json
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.compute.telemetry_support import run_worker
 from x_tui.compute.run_health import FlagKind, cost_so_far, flags_of, hourly_price
 from x_tui.compute.telemetry_read import (
     Sample,
@@ -53,44 +53,6 @@ for i in range(20):
     time.sleep(0.1)
 time.sleep(1.5)
 """
-
-
-def run_worker(
-    tmp_path: Path, code: str, *, path: str, extra: tuple[str, ...] = ()
-) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """Run the worker zipapp on one ``python -c code`` task; its result and outputs."""
-    spec = JobSpec(
-        name="job",
-        tasks=(
-            Task(name="train", argv=("python", "-c", textwrap.dedent(code)), timeout_seconds=60),
-        ),
-        timeout_seconds=60,
-    )
-    (tmp_path / "spec.json").write_text(dumps_compact(spec))
-    worker = write_worker_zipapp(tmp_path)
-    outputs = tmp_path / "outputs"
-    env = {**os.environ, "PATH": path, "FAKE_GPUS_SLEEP": "0.1"}
-    done = subprocess.run(
-        [
-            sys.executable,
-            str(worker),
-            "--spec",
-            str(tmp_path / "spec.json"),
-            "--project",
-            str(tmp_path),
-            "--outputs",
-            str(outputs),
-            "--telemetry-seconds",
-            "0.3",
-            *extra,
-        ],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=90,
-        check=False,
-    )
-    return done, outputs
 
 
 @pytest.mark.slow

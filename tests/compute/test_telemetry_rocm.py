@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.compute.test_telemetry import run_worker
+from tests.compute.telemetry_support import run_worker
 from x_tui.compute.telemetry_read import RunMetrics, metrics_document, read_telemetry
 from x_tui.compute.worker.run_processes import descendants
 from x_tui.compute.worker.telemetry import (

@@ -197,3 +197,25 @@ def shared_project(root: Path, home: Path, *, pycache: Path, locked: bool = True
     cli.env["COLUMNS"] = "4000"
     cli.env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), cli.env.get("PATH", "")])
     return Substrax(home=home, cli=cli)
+
+
+def submitted(stdout: str) -> str:
+    """The run id a ``run`` verb (either tool's) printed on its ``Submitted`` line."""
+    for line in stdout.splitlines():
+        if line.startswith("Submitted "):
+            return line.split()[1]
+    raise AssertionError(f"no 'Submitted' line in {stdout!r}")
+
+
+def xtui_state(tools: Substrax, run_id: str) -> str:
+    """The run's state as ``x-tui status --json`` says it."""
+    result = tools.cli("status", run_id, "--json")
+    assert result.returncode == 0, result.stderr
+    return str(json.loads(result.stdout)["state"])
+
+
+def substrax_line(tools: Substrax, run_id: str) -> str:
+    """The line ``substrax-compute status RUN`` prints for the run."""
+    result = tools("status", run_id)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tests.interop.harness import Substrax
+from tests.interop.harness import Substrax, submitted, substrax_line, xtui_state
 from tests.support import wait_for
 from x_tui.compute.backend import RunState
 from x_tui.compute.operations import backend_for
@@ -24,25 +24,6 @@ def without_seconds(manifest: str) -> object:
     for task in data["tasks"]:
         task.pop("seconds")
     return data
-
-
-def submitted(stdout: str) -> str:
-    for line in stdout.splitlines():
-        if line.startswith("Submitted "):
-            return line.split()[1]
-    raise AssertionError(f"no 'Submitted' line in {stdout!r}")
-
-
-def xtui_state(tools: Substrax, run_id: str) -> str:
-    result = tools.cli("status", run_id, "--json")
-    assert result.returncode == 0, result.stderr
-    return str(json.loads(result.stdout)["state"])
-
-
-def substrax_line(tools: Substrax, run_id: str) -> str:
-    result = tools("status", run_id)
-    assert result.returncode == 0, result.stderr
-    return result.stdout.strip()
 
 
 def test_a_run_substrax_submits_is_listed_followed_and_fetched_by_x_tui(

@@ -9,8 +9,7 @@ import pytest
 
 from tests.app.conftest import make_app, screen_text
 from tests.app.screens_support import notices
-from tests.interop.harness import Substrax
-from tests.interop.test_store_shared import submitted, substrax_line, xtui_state
+from tests.interop.harness import Substrax, submitted, substrax_line, xtui_state
 from tests.support import asynchronous, wait_for, wait_until
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.run_screen import RunScreen

@@ -155,20 +155,21 @@ def wait_for_worker_arguments(pid: int) -> ProcessInfo:
 
 
 class FlakyBackend:
-    """A backend whose runs are all ``running``; while ``down`` is set, asking raises a
-    provider error instead (an API that is unreachable for a while)."""
+    """A backend whose runs are all ``answer`` (``running`` unless a test moves it on); while
+    ``down`` is set, asking raises a provider error instead (an API unreachable for a while)."""
 
     name = "flaky"
     capabilities: frozenset[Capability] = frozenset()
 
     def __init__(self) -> None:
         self.down = threading.Event()
+        self.answer = RunState.RUNNING
 
     def status(self, handle: RunHandle) -> RunState:
-        """``running``, or the provider's error while it is down."""
+        """:attr:`answer`, or the provider's error while it is down."""
         if self.down.is_set():
             raise ProviderError("the provider's API is unreachable")
-        return RunState.RUNNING
+        return self.answer
 
     def logs(self, handle: RunHandle, *, follow: bool) -> Iterator[str]:
         """No output yet."""

@@ -514,6 +514,41 @@ def test_a_backend_that_answers_again_is_told_so_and_its_problem_forgotten(
     assert [m.run_id for m in recovered] == [run_id]
 
 
+def test_a_backend_that_answers_again_with_the_runs_end_tells_the_end_then_that_it_answers(
+    state_dir: Path, inbox: Inbox
+) -> None:
+    """The run ended while its provider was unreachable: its end is told, then the recovery
+    (which a screen's status notice waits for), though the run is polled no more."""
+    run_id = "far-20260919T120000Z-000001"
+    save_handle(state_dir, run_id=run_id, job="far", backend="flaky", submitted_at=EARLIER)
+    backend = FlakyBackend()
+    service = Service(build_backend=lambda handle: backend)
+    monitor = RunMonitor(
+        service, inbox.post, first_interval=0.05, max_interval=0.1, error_interval=0.1
+    )
+    monitor.start()
+    try:
+        inbox.wait_for(lambda m: isinstance(m, RunStateChanged), "the run's state")
+        backend.down.set()
+        inbox.wait_for(lambda m: isinstance(m, RunStatusFailed), "the backend's failure")
+        backend.answer = RunState.SUCCEEDED
+        backend.down.clear()
+        inbox.wait_for(lambda m: isinstance(m, RunStatusRecovered), "the backend's answer")
+    finally:
+        monitor.stop()
+    told = [
+        (type(m).__name__, getattr(m, "state", None))
+        for m in inbox.seen
+        if isinstance(m, RunStateChanged | RunStatusRecovered)
+    ]
+    assert told == [
+        ("RunStateChanged", RunState.RUNNING),
+        ("RunStateChanged", RunState.SUCCEEDED),
+        ("RunStatusRecovered", None),
+    ]
+    assert monitor.problems() == {}
+
+
 def test_an_older_listing_told_late_never_follows_a_newer_one(state_dir: Path) -> None:
     """Two threads read the store one after the other; the first tells slowly."""
     told: list[int] = []

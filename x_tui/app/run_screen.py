@@ -461,7 +461,6 @@ class RunScreen(RunActionScreen):
         if message.run_id != self.handle.run_id:
             return
         self.state = message.state
-        self._drop_status_notice()  # the backend answered
         if message.state.is_final:
             monitor = monitor_of(self.app)
             ended = monitor.ended_at(self.handle.run_id) if monitor is not None else None

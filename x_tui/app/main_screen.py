@@ -118,9 +118,6 @@ class MainScreen(RunActionScreen):
             yield ProblemPanel(id="problem")
             yield JobBrowser(id="jobs")
         with Vertical(id="runs-pane", classes="pane"):
-            yield Input(
-                placeholder="filter runs: id, job, backend, state or sweep", id="runs-filter"
-            )
             yield RunsTable(
                 clock=self._clock, min_refresh=settings_of(self.app).refresh_scale, id="runs"
             )
@@ -187,8 +184,8 @@ class MainScreen(RunActionScreen):
 
     def runs_place(self) -> tuple[str, str | None, str | None]:
         """The pane in front (``"jobs"`` or ``"runs"``), the highlighted run and the runs filter."""
-        field = self.query_one("#runs-filter", Input)
-        if self.runs.has_focus or field.has_focus:
+        field = self._filter_if_built()
+        if self.runs.has_focus or (field is not None and field.has_focus):
             pane = "runs"
         elif self.jobs.has_focus_within or self.jobs.option_list.has_focus:
             pane = "jobs"
@@ -198,14 +195,14 @@ class MainScreen(RunActionScreen):
         return (
             pane,
             handle.run_id if handle is not None else None,
-            field.value or None,
+            (field.value or None) if field is not None else None,
         )
 
     def show_runs_filter(self, text: str | None, *, pane: str | None) -> None:
         """Show the pane ``pane`` names, with the runs filtered by ``text`` (a previous
         session's)."""
         if text:
-            field = self.query_one("#runs-filter", Input)
+            field = self._filter_field()
             field.value = text
             field.display = True
             self.runs.set_filter(text)
@@ -378,7 +375,8 @@ class MainScreen(RunActionScreen):
         if action == "run_action":
             return self.runs.has_focus
         if action == "clear_filter":
-            return self.query_one("#runs-filter", Input).display
+            field = self._filter_if_built()
+            return field is not None and field.display
         return True
 
     def action_switch_pane(self) -> None:
@@ -398,20 +396,40 @@ class MainScreen(RunActionScreen):
     def action_filter(self) -> None:
         """Open the runs filter."""
         self._show_pane("runs")
-        field = self.query_one("#runs-filter", Input)
+        field = self._filter_field()
         field.display = True
         field.focus()
         self.refresh_bindings()
 
     def action_clear_filter(self) -> None:
         """Clear and close the runs filter."""
-        field = self.query_one("#runs-filter", Input)
+        field = self._filter_field()
         field.value = ""
         field.display = False
         self.runs.set_filter("")
         self._title_runs()
         self.runs.focus()
         self.refresh_bindings()
+
+    def _filter_if_built(self) -> Input | None:
+        """The runs filter's field, or ``None`` before it was first wanted."""
+        for field in self.query("#runs-filter").results(Input):
+            return field
+        return None
+
+    def _filter_field(self) -> Input:
+        """The runs filter's field, built (above the runs table) the first time it is wanted.
+
+        Hidden until then, it is not built for the first frame: the field is restyled at each
+        focus change in its pane, a few milliseconds of a start that shows no filter.
+        """
+        field = self._filter_if_built()
+        if field is None:
+            field = Input(
+                placeholder="filter runs: id, job, backend, state or sweep", id="runs-filter"
+            )
+            self.query_one("#runs-pane").mount(field, before=self.runs)
+        return field
 
     @on(Input.Changed, "#runs-filter")
     def _filter_changed(self, event: Input.Changed) -> None:

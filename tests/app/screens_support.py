@@ -27,7 +27,7 @@ from x_tui.compute.worker.manifest import (
 from x_tui.compute.worker.records import dumps_compact, dumps_pretty
 from x_tui.compute.worker.spec import Accelerator, JobSpec, Resources, Task
 
-from .conftest import QUICK_JOB, pyproject_text
+from .app_support import QUICK_JOB, pyproject_text
 
 FAILING_JOB = """
 [tool.substrax.compute.jobs.failing]

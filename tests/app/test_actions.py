@@ -20,7 +20,7 @@ from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.compute.worker.spec import Accelerator
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import (
     NOW,
     SUBMITTED_AT,

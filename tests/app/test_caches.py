@@ -28,7 +28,7 @@ from x_tui.app.final_states import (
 from x_tui.app.log_spool import LogSpools
 from x_tui.compute.backend import ComputeBackend, RunState
 
-from .conftest import save_handle
+from .app_support import save_handle
 
 DEADLINE = 30.0
 RUN_ID = "remote-20260919T120000Z-abcdef"

@@ -12,7 +12,7 @@ from x_tui.backends.local import process as local_process
 from x_tui.compute.backend import RunState
 from x_tui.compute.worker import run_processes
 
-from .conftest import make_app
+from .app_support import make_app
 from .screens_support import notices, submitted, write_project
 
 FAMILY_JOB = """

@@ -14,7 +14,7 @@ from x_tui.app.submit_screen import SubmitScreen
 from x_tui.cli.parser import build_parser
 from x_tui.compute.operations import open_project
 
-from .conftest import make_app, save_handle
+from .app_support import make_app, save_handle
 
 
 def test_a_command_line_reads_back_as_the_same_arguments_and_the_cli_accepts_it() -> None:

@@ -25,7 +25,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunListing, RunStore, StoredRuns
 from x_tui.compute.store_index import HEAD_ROWS
 
-from .conftest import keep_final_states, save_handle
+from .app_support import keep_final_states, save_handle
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 COUNT = HEAD_ROWS + 50

@@ -16,7 +16,7 @@ from x_tui.app.run_follower import FIRST_BATCH, RunFollower
 from x_tui.app.service import Service
 from x_tui.compute.store import RunStore, StoredRuns
 
-from .conftest import save_handle
+from .app_support import save_handle
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 

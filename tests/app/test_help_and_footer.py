@@ -10,7 +10,7 @@ from x_tui.app.help_screen import GENERIC_TITLE, HelpScreen
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 

@@ -20,7 +20,7 @@ from x_tui.compute.worker.attempts import ATTEMPTS_NAME
 from x_tui.compute.worker.manifest import MANIFEST_NAME
 from x_tui.testing.hostile_store import build_hostile_store
 
-from .conftest import make_app
+from .app_support import make_app
 
 
 @asynchronous

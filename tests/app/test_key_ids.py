@@ -9,7 +9,7 @@ from tests.support import asynchronous, wait_until
 from x_tui.app.key_ids import key_ids, keys_table, unknown_key_ids
 from x_tui.app.settings import load_settings
 
-from .conftest import make_app
+from .app_support import make_app
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 BEGIN = "<!-- key ids: begin (generated: python -m x_tui.app.key_ids) -->"

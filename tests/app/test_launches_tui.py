@@ -17,7 +17,7 @@ from x_tui.compute import launches
 from x_tui.compute.launches import LaunchBook, LaunchRecord, process_start
 from x_tui.compute.store import RunStore
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import QUICK_JOB, write_project
 
 

@@ -20,7 +20,7 @@ from x_tui.compute.store import RunHandle
 from x_tui.compute.telemetry_read import read_telemetry
 from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 
-from .conftest import make_app, pyproject_text
+from .app_support import make_app, pyproject_text
 
 JOBS = """
 [tool.substrax.compute.jobs.plain]

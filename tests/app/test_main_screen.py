@@ -12,7 +12,7 @@ from tests.support import asynchronous, wait_until
 from x_tui.compute.backend import RunState
 from x_tui.widgets.problem_panel import ProblemPanel
 
-from .conftest import (
+from .app_support import (
     QUICK_JOB,
     make_app,
     pyproject_text,

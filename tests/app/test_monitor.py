@@ -35,7 +35,7 @@ from x_tui.compute.launches import LaunchBook, LaunchRecord, StoredLaunches, pro
 from x_tui.compute.store import RunHandle, RunStore, StoredRuns
 from x_tui.compute.worker.errors import ProviderError
 
-from .conftest import QUICK_JOB, keep_final_states, pyproject_text, save_handle
+from .app_support import QUICK_JOB, keep_final_states, pyproject_text, save_handle
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 

@@ -8,7 +8,7 @@ from tests.support import asynchronous, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 

@@ -20,7 +20,7 @@ import pytest
 from tests.support import DEADLINE
 from x_tui.compute.store import RunHandle
 
-from .conftest import pyproject_text
+from .app_support import pyproject_text
 from .terminal_support import Terminal, run_to_the_end, start_in_terminal
 
 HOSTILE_TASK = r"""

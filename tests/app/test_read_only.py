@@ -14,7 +14,7 @@ from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import make_app, save_handle
+from .app_support import make_app, save_handle
 
 
 @asynchronous

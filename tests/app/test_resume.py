@@ -30,7 +30,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.logindex_search import SearchQuery
 from x_tui.widgets.log_view import LogView
 
-from .conftest import (
+from .app_support import (
     keep_final_states,
     make_app,
     pyproject_text,

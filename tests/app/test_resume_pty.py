@@ -24,7 +24,7 @@ from x_tui.app.view_state import ViewState, read_view
 from x_tui.compute.logindex_search import SearchQuery
 from x_tui.compute.store import RunHandle
 
-from .conftest import pyproject_text
+from .app_support import pyproject_text
 from .terminal_support import Terminal, run_to_the_end, start_in_terminal
 
 JOBS = """

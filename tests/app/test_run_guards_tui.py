@@ -18,7 +18,7 @@ from x_tui.compute.run_endings import EndingBook, RunEnding
 from x_tui.compute.run_guards import RunGuard
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import NOW, finished_run, write_project
 
 NEXT = "train-20260919T130000Z-0d0e0f"

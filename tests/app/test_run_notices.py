@@ -12,7 +12,7 @@ from x_tui.app.settings import Settings
 from x_tui.app.watch_events import EventKind
 from x_tui.compute.backend import RunState
 
-from .conftest import make_app, pyproject_text, submit_with_cli
+from .app_support import make_app, pyproject_text, submit_with_cli
 
 GATED_JOB = """
 [tool.substrax.compute.jobs.gated]

@@ -20,7 +20,7 @@ from x_tui.compute.worker.manifest import RunDevices, TaskStatus
 from x_tui.compute.worker.spec import Accelerator
 from x_tui.widgets.devices_view import compare_devices, kind_matches
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import (
     NOW,
     finished_run,

@@ -16,7 +16,7 @@ from x_tui.compute import operations
 from x_tui.compute.backend import RunState
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import NOW, finished_run, submitted, write_project
 
 LONG = """\

@@ -18,7 +18,7 @@ from x_tui.app.settings import Settings, load_settings
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.log_view import LogView
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 SIZE = (80, 24)

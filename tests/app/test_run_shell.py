@@ -23,7 +23,7 @@ from x_tui.app.service import Service
 from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.manifest import TaskStatus
 
-from .conftest import make_app, save_handle
+from .app_support import make_app, save_handle
 from .screens_support import NOW, finished_run, notices
 
 

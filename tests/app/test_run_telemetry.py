@@ -22,7 +22,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunStore
 from x_tui.widgets.metrics_view import MetricsView
 
-from .conftest import make_app, pyproject_text, screen_text
+from .app_support import make_app, pyproject_text, screen_text
 from .screens_support import notices
 
 FAKE_GPUS = Path(__file__).resolve().parent.parent / "fake_gpus"

@@ -24,7 +24,7 @@ from x_tui.compute.telemetry_read import read_metrics, read_telemetry
 from x_tui.compute.worker.log_metrics import METRICS_NAME
 from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 
-from .conftest import save_handle
+from .app_support import save_handle
 
 NOW = dt.datetime(2026, 9, 19, 12, 0, tzinfo=dt.UTC)
 RUN_ID = "train-20260919T120000Z-aaaaaa"

@@ -18,7 +18,7 @@ from tests.support import asynchronous, wait_until
 from x_tui.app import run_watch
 from x_tui.compute.store import RunStore
 
-from .conftest import make_app, pyproject_text
+from .app_support import make_app, pyproject_text
 
 FAKE_GPUS = Path(__file__).resolve().parent.parent / "fake_gpus"
 

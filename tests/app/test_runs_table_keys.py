@@ -14,7 +14,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.runs_table import RunsTable
 
-from .conftest import keep_final_states, make_app, save_handle
+from .app_support import keep_final_states, make_app, save_handle
 from .screens_support import NOW, finished_run, notices, submitted, write_project
 
 SIZE = (80, 24)

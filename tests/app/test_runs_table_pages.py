@@ -16,7 +16,7 @@ from x_tui.compute.backend import RunState
 from x_tui.widgets import runs_table
 from x_tui.widgets.runs_table import RunsTable
 
-from .conftest import keep_final_states, make_app, save_handle, screen_text
+from .app_support import keep_final_states, make_app, save_handle, screen_text
 from .screens_support import NOW
 
 SIZE = (80, 24)

@@ -19,7 +19,7 @@ from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.log_view import LogView
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 

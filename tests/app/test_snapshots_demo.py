@@ -16,7 +16,7 @@ from x_tui.app.app import XTuiApp
 from x_tui.app.submit_screen import SubmitScreen
 from x_tui.demo import prepare_demo_project
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 
 pytestmark = pytest.mark.one_worker  # the lock on the fixed paths (see the fixture)
 

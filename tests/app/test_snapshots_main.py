@@ -23,7 +23,7 @@ from x_tui.app.app import XTuiApp
 from x_tui.compute.backend import RunState
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore
 
-from .conftest import keep_final_states, make_app, save_handle
+from .app_support import keep_final_states, make_app, save_handle
 
 pytestmark = pytest.mark.one_worker  # the lock on the fixed paths (see the fixture)
 

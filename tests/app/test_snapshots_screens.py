@@ -26,7 +26,7 @@ from x_tui.compute.operations import open_project
 from x_tui.compute.worker.manifest import RunDevices, TaskStatus
 from x_tui.compute.worker.spec import Accelerator
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import NOW, finished_run
 
 pytestmark = pytest.mark.one_worker  # the lock on the fixed paths (see the fixture)

@@ -20,7 +20,7 @@ from x_tui.app import (
 from x_tui.app.app import XTuiApp
 from x_tui.app.service import Service
 
-from .conftest import save_handle
+from .app_support import save_handle
 
 
 @pytest.fixture

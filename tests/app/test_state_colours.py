@@ -13,7 +13,7 @@ from x_tui.app.run_header import RunHeader
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.backend import RunState
 
-from .conftest import keep_final_states, make_app, save_handle
+from .app_support import keep_final_states, make_app, save_handle
 
 SUBMITTED = dt.datetime(2026, 9, 19, 11, tzinfo=dt.UTC)
 

@@ -35,7 +35,7 @@ from x_tui.compute.store import RunHandle, RunStore
 from x_tui.compute.worker.errors import UserError
 from x_tui.compute.worker.manifest import JobManifest, TaskOutcome, TaskStatus, write_manifest
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 

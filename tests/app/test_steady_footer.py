@@ -10,7 +10,7 @@ from tests.support import asynchronous, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.submit_screen import SubmitScreen
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 
 
 def _footer_line(app: XTuiApp) -> str:

@@ -20,7 +20,7 @@ from x_tui.app.submit_screen import SubmitScreen
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import make_app, pyproject_text, screen_text
+from .app_support import make_app, pyproject_text, screen_text
 from .screens_support import QUICK_JOB, write_project
 
 GPU_JOB = """

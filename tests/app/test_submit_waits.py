@@ -25,7 +25,7 @@ from x_tui.app.submits import SubmitStillGoing
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import screen_text
+from .app_support import screen_text
 
 JOBS = """
 [tool.substrax.compute]

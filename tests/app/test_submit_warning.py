@@ -14,7 +14,7 @@ from x_tui.backends.local import machine as local_machine
 from x_tui.compute.operations import open_project
 from x_tui.compute.store import RunStore
 
-from .conftest import make_app, screen_text
+from .app_support import make_app, screen_text
 from .screens_support import QUICK_JOB, write_project
 
 H100_JOB = """

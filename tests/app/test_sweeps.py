@@ -23,7 +23,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore, parse_sweep
 from x_tui.widgets.runs_table import RunsTable
 
-from .conftest import make_app, save_handle, screen_text
+from .app_support import make_app, save_handle, screen_text
 from .screens_support import write_project
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)

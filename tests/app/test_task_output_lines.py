@@ -24,7 +24,7 @@ from x_tui.compute.sanitize import plain
 from x_tui.compute.store import RunHandle
 from x_tui.widgets.log_view import LogView
 
-from .conftest import make_app
+from .app_support import make_app
 from .screens_support import submitted, write_project
 
 STEPS = 12

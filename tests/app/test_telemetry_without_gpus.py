@@ -19,7 +19,7 @@ from tests.support import asynchronous, wait_until
 from x_tui.app.run_screen import RunScreen
 from x_tui.compute.store import RunStore
 
-from .conftest import make_app, pyproject_text, screen_text
+from .app_support import make_app, pyproject_text, screen_text
 
 WORK = """\
 import pathlib, time

@@ -14,7 +14,7 @@ from x_tui.app.view_keeper import capture
 from x_tui.app.view_state import ViewState, read_view
 from x_tui.compute.backend import RunState
 
-from .conftest import keep_final_states, make_app, save_handle
+from .app_support import keep_final_states, make_app, save_handle
 
 OLDER, NEWER, NEWEST = (
     "quick-20261201T000000Z-aaaaaa",

@@ -10,7 +10,7 @@ from x_tui.app.notify_settings import NotifySettings
 from x_tui.app.service import Service
 from x_tui.app.watcher import Watcher
 
-from .conftest import save_handle
+from .app_support import save_handle
 from .screens_support import SUBMITTED_AT
 
 

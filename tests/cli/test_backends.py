@@ -16,7 +16,7 @@ from x_tui.compute.prices import MODAL, MODAL_DATE
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 MODAL_TABLE = """
 [tool.substrax.compute.backends.modal]

@@ -18,7 +18,7 @@ from x_tui.cli import main
 from x_tui.compute.worker import run_processes
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 pytestmark = pytest.mark.skipif(
     not run_processes.has_proc(), reason="finding a run's processes needs /proc"

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 
 def _finished_run(cli: Cli) -> tuple[str, Path]:

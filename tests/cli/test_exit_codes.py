@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 NO_RUN = "hello-20260101T000000Z-abcdef"
 BAD_JOB_TABLE = "[tool.substrax.compute.jobs.typo]\ntimeout_seconds = 60\nexample = ['examples']\n"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import x_tui
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 
 def test_jobs_lists_each_job_with_its_tasks_skipping_underscored_examples(cli: Cli) -> None:

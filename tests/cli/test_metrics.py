@@ -18,7 +18,7 @@ from x_tui.compute.telemetry_read import read_telemetry
 from x_tui.compute.worker.telemetry import TELEMETRY_NAME
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 pytestmark = pytest.mark.timeout(180)
 

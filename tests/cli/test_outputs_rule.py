@@ -19,7 +19,7 @@ import pytest
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
 
-    from conftest import Cli, Result
+    from tests.cli.cli_support import Cli, Result
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -17,7 +17,7 @@ import pytest
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 VALID_TASKS = 'commands = { t = ["python", "-c", "pass"] }'
 VALID_JOB = f"{VALID_TASKS}\ntimeout_seconds = 60"

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from x_tui.compute.worker.manifest import load_manifest
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 FLAKY = """\
 import pathlib

@@ -13,7 +13,7 @@ import pytest
 from tests.support import wait_for
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 
 def _read_until(process: subprocess.Popen[str], wanted: str) -> list[str]:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 SECRET = f"xt-{secrets.token_hex(12)}-value"
 """A value no file has any business holding."""

@@ -21,7 +21,7 @@ import pytest
 from tests.support import free_port
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 CHROMIUM_FLAGS = (
     "--headless",

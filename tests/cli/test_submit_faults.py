@@ -29,7 +29,7 @@ from x_tui.compute.launches import KILL_AT_ENV, TRACE_ENV
 from x_tui.compute.operations import read_launches
 from x_tui.compute.store import RunStore
 
-from .conftest import Cli, Result, cli_for
+from .cli_support import Cli, Result, cli_for
 
 NAP_JOB = """
 [tool.substrax.compute.jobs.nap]

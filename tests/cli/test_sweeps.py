@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 from tests.support import wait_for
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 JOBS = """
 [tool.substrax.compute.jobs.echo]

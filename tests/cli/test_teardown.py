@@ -23,7 +23,7 @@ from backends.fake_sky.harness import (
 from tests.backends.fake_sky import fixtures
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 pytestmark = pytest.mark.slow  # a fake SkyPilot cluster per test, over a real sshd
 

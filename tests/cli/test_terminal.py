@@ -12,7 +12,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 # Retitles the window, clears the screen, then prints "visible red" with "red" in red.
 PRINTS_ESCAPES = (

@@ -22,7 +22,7 @@ import sys
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 ESC, BEL, ST = "\x1b", "\x07", "\x1b\\"
 HOSTILE = (

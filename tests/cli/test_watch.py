@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from conftest import Cli
+    from tests.cli.cli_support import Cli
 
 HOOK = """\
 import json, os, sys

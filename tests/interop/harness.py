@@ -19,7 +19,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.cli.conftest import Cli, Result, cli_for
+from tests.cli.cli_support import Cli, Result, cli_for
 
 VERSION = "0.1.22"
 """The substrax release these tests drive."""

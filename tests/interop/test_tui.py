@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.app.conftest import make_app, screen_text
+from tests.app.app_support import make_app, screen_text
 from tests.app.screens_support import notices
 from tests.interop.harness import Substrax, submitted, substrax_line, xtui_state
 from tests.support import asynchronous, wait_for, wait_until

@@ -402,8 +402,10 @@ class MainScreen(RunActionScreen):
         self.refresh_bindings()
 
     def action_clear_filter(self) -> None:
-        """Clear and close the runs filter."""
-        field = self._filter_field()
+        """Clear and close the runs filter (offered only while it is open)."""
+        field = self._filter_if_built()
+        if field is None:
+            return
         field.value = ""
         field.display = False
         self.runs.set_filter("")

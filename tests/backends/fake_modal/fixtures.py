@@ -15,5 +15,8 @@ from .harness import FakeModal, install_fake_modal
 
 @pytest.fixture
 def fake_modal(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeModal]:
-    """The fake ``modal``, installed for one test."""
-    yield from install_fake_modal(tmp_path, monkeypatch)
+    """The fake ``modal``, installed for one test; what its calls did is printed at the end (pytest
+    shows it for a test that failed)."""
+    for fake in install_fake_modal(tmp_path, monkeypatch):
+        yield fake
+        print(f"the fake Modal's calls:\n{fake.account()}")

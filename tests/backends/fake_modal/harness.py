@@ -71,6 +71,22 @@ class FakeModal:
         """What the app's containers printed."""
         return (self.root / "apps" / f"{app_id}.log").read_text(errors="replace")
 
+    def account(self) -> str:
+        """Each call's container and result, and the end of each app's log: what a test that
+        failed prints, so that a container that ended unasked for says how (bounded reads)."""
+        lines: list[str] = []
+        for record in sorted((self.root / "calls").glob("*.json")):
+            data = json.loads(record.read_text())
+            result = record.with_suffix(".result")
+            settled = result.read_text()[:500] if result.exists() else "none yet"
+            lines.append(f"call {record.stem}: pid {data['pid']}, result {settled}")
+        for log in sorted((self.root / "apps").glob("*.log")):
+            with log.open("rb") as file:
+                file.seek(max(0, log.stat().st_size - 3000))
+                tail = file.read().decode(errors="replace")
+            lines.append(f"{log.name} ends:\n{tail}")
+        return "\n".join(lines) or "no call was spawned"
+
     def kill_all(self) -> None:
         """Kill every container the fake started."""
         kill_container = self.module._fake.kill_container

@@ -113,8 +113,9 @@ def test_local_runs_are_asked_for_together_and_a_damaged_one_hides_none(
     monitor = RunMonitor(Service(), inbox.post, first_interval=0.05, max_interval=0.2)
     monitor.start()
     try:
+        # The one answer is settled run by run: each is waited for, in no particular order.
         wait_for(lambda: monitor.state_of(going.run_id) is RunState.RUNNING, "the live run")
-        assert monitor.state_of(done.run_id) is RunState.SUCCEEDED
+        wait_for(lambda: monitor.state_of(done.run_id) is RunState.SUCCEEDED, "the ended run")
         wait_for(lambda: damaged.run_id in inbox.failures(), "the damaged run's failure")
         assert "manifest.json" in inbox.failures()[damaged.run_id]
         assert {done.run_id, damaged.run_id, going.run_id} in batches  # one call for all

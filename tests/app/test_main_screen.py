@@ -162,8 +162,8 @@ async def test_outside_a_project_the_runs_are_listed_and_the_empty_job_list_expl
     async with app.run_test(size=(200, 40)) as pilot:
         table = app.main_screen.runs
         await wait_until(pilot, lambda: table.row_count == 1, "the stored run")
+        await wait_until(pilot, lambda: "No jobs here" in screen_text(app), "the explanation")
         shown = screen_text(app)
-        assert "No jobs here" in shown
         assert "no pyproject.toml in this directory or any above it" in shown
 
 

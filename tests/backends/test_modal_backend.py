@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import json
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -252,8 +253,49 @@ def test_following_ends_with_the_run_even_when_the_app_outlives_it(
     monkeypatch.setenv("FAKE_MODAL_APP_LINGERS", "1")
     handle = backend.submit(_spec("writes"), project=project)
     lines = list(backend.logs(handle, follow=True))
-    assert "[writes] hello from the task" in lines
+    assert lines.count("[writes] hello from the task") == 1
     assert backend.status(handle) is RunState.SUCCEEDED
+
+
+def test_a_short_runs_lines_are_followed_even_when_the_stream_connects_after_its_end(
+    backend: ModalBackend, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`modal app logs` says nothing for longer than the drain (it is still connecting) and the
+    run is over by then: its lines come from one fetch of the whole log, each once."""
+    handle = backend.submit(_spec("writes"), project=project)
+    assert wait_until_final(backend, handle) is RunState.SUCCEEDED
+    monkeypatch.setenv("FAKE_MODAL_APP_LINGERS", "1")
+    monkeypatch.setenv("FAKE_MODAL_LOGS_START_SECONDS", str(backend.drain_seconds * 3))
+    lines = list(backend.logs(handle, follow=True))
+    assert lines.count("[writes] hello from the task") == 1
+
+
+def test_a_followed_log_is_read_until_it_falls_silent_once_the_run_is_final(
+    backend: ModalBackend, project: Path, fake: FakeModal
+) -> None:
+    """Lines still coming after the run's end are all read: the drain waits for silence, each
+    line starting it again, rather than stopping a fixed time after the end."""
+    handle = backend.submit(_spec("writes"), project=project)
+    assert wait_until_final(backend, handle) is RunState.SUCCEEDED
+    app_log = fake.root / "apps" / f"{handle.details['app_id']}.log"
+    stopped = fake.root / "apps" / f"{handle.details['app_id']}.stopped"
+    stopped.unlink(missing_ok=True)  # the stream goes on
+    late = [f"late line {index}" for index in range(8)]
+
+    def write_late() -> None:
+        for line in late:  # one every 0.6 drains: 4.8 drains in all
+            time.sleep(backend.drain_seconds * 0.6)
+            with app_log.open("a") as out:
+                out.write(line + "\n")
+        stopped.touch()
+
+    writer = threading.Thread(target=write_late)
+    writer.start()
+    try:
+        lines = list(backend.logs(handle, follow=True))
+    finally:
+        writer.join()
+    assert [line for line in lines if line.startswith("late line")] == late
 
 
 def test_fetch_refuses_an_entry_that_leads_outside_the_run(

@@ -88,7 +88,7 @@ class ModalBackend:
     poll_seconds: float = 2.0
     """How long a followed log waits for a line before it asks whether the run is final."""
     drain_seconds: float = 5.0
-    """How long a followed log is still read once the run is final."""
+    """How long a followed log must be silent, once the run is final, before it is stopped."""
 
     def __init__(self, settings: Mapping[str, JsonValue] | None = None) -> None:
         """Read the backend's settings.
@@ -438,20 +438,19 @@ class ModalBackend:
             ProviderError: If the stream failed or, without follow, did not end in time.
         """
         credentials.require_credentials()
-        command = logs.logs_command(
-            _detail(handle, "app_id"),
-            environment=self.settings.environment,
-            follow=follow,
-            since=submitted_since(handle),
-        )
+        app_id = _detail(handle, "app_id")
+        since = submitted_since(handle)
+        environment = self.settings.environment
+        every_line = logs.logs_command(app_id, environment=environment, follow=False, since=since)
         if not follow:
-            yield from logs.fetch_lines(command, seconds=self.logs_seconds)
+            yield from logs.fetch_lines(every_line, seconds=self.logs_seconds)
             return
         yield from logs.follow_lines(
-            command,
+            logs.logs_command(app_id, environment=environment, follow=True, since=since),
             is_final=lambda: self.status(handle).is_final,
             poll_seconds=self.poll_seconds,
             drain_seconds=self.drain_seconds,
+            fetch_all=lambda: logs.fetch_lines(every_line, seconds=self.logs_seconds),
         )
 
     def fetch(self, handle: RunHandle, destination: Path) -> Path:

@@ -4,8 +4,10 @@ The command runs in a child process of this interpreter, so nothing Modal prints
 terminal. Without follow it fetches every entry since the run was submitted (``--since``; without
 it Modal prints only the last 100) and must finish within a deadline. With follow (``--follow``,
 which Modal does not let ``--since`` join) the stream is read through a thread; once a poll finds
-no line and the run is final, what is still coming is drained for a few seconds and the stream is
-stopped, since a detached app's stream may outlive its run.
+no line and the run is final, what is still coming is read until the stream has been silent for a
+few seconds, and the stream is stopped, since a detached app's stream may outlive its run. A
+stream that has said nothing by then may not have started yet (the CLI connects first): the run's
+whole log is then fetched once without follow, so a short run's lines are not lost.
 """
 
 from __future__ import annotations
@@ -122,6 +124,7 @@ def follow_lines(
     is_final: Callable[[], bool],
     poll_seconds: float,
     drain_seconds: float,
+    fetch_all: Callable[[], list[str]],
 ) -> Iterator[str]:
     """Stream a following ``modal app logs`` until it ends or the run is final and drained.
 
@@ -130,13 +133,17 @@ def follow_lines(
         is_final: Whether the run has ended; asked when a poll finds no line. A
             :class:`ProviderError` from it counts as "not yet".
         poll_seconds: How long a poll waits for a line.
-        drain_seconds: How long lines are still read once the run is final.
+        drain_seconds: How long the stream must be silent, once the run is final, before it is
+            stopped (each line read starts the wait again).
+        fetch_all: The run's whole log without follow; its lines are given instead when the
+            stream said nothing at all before it was stopped.
 
     Yields:
         Each line, without its line ending.
 
     Raises:
-        ProviderError: If the stream failed before the run was final (its last line said).
+        ProviderError: If the stream failed before the run was final (its last line said), or
+            the fetch that stands in for a silent stream failed.
     """
     process = subprocess.Popen(
         command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
@@ -153,15 +160,20 @@ def follow_lines(
     )
     errors.start()
     final_at: float | None = None
+    heard_at: float | None = None  # when the stream last gave a line
     try:
         while True:
             wait = poll_seconds
             if final_at is not None:
-                wait = max(0.0, final_at + drain_seconds - time.monotonic())
+                quiet_since = final_at if heard_at is None else max(final_at, heard_at)
+                wait = max(0.0, quiet_since + drain_seconds - time.monotonic())
             try:
                 item = channel.get(timeout=wait)
             except queue.Empty:
                 if final_at is not None:
+                    if heard_at is None:  # the stream may not have started: read it all once
+                        _stop(process)
+                        yield from fetch_all()
                     return
                 try:
                     final = is_final()
@@ -177,6 +189,7 @@ def follow_lines(
                     raise _failure(code, "\n".join(tail))
                 return
             assert isinstance(item, str)
+            heard_at = time.monotonic()
             yield item
     finally:
         _stop(process)

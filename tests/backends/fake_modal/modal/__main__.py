@@ -2,6 +2,7 @@
 
 Without ``--since`` it prints the last 100 lines, as Modal does; with ``--since`` every line.
 ``--follow`` streams until the app stops, and cannot be combined with ``--since``.
+``FAKE_MODAL_LOGS_START_SECONDS`` makes it take that long to connect before it says anything.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ def _logs(app_id: str, *, since: str | None, follow: bool) -> int:
             "Usage error: --follow cannot be combined with --since, --until, or --tail.\n"
         )
         return 2
+    time.sleep(float(os.environ.get("FAKE_MODAL_LOGS_START_SECONDS") or 0))  # connecting
     delay = os.environ.get("FAKE_MODAL_UNREACHABLE")
     if delay:
         time.sleep(float(delay))

@@ -13,7 +13,8 @@ Behaviours the tests switch on through the environment:
 - ``FAKE_MODAL_UNREACHABLE=SECONDS``: every RPC waits that long, then raises ``ConnectionError``;
 - ``FAKE_MODAL_BUILDER_VERSION``: the workspace's image builder (``2026.10`` by default);
 - ``FAKE_MODAL_APP_LINGERS=1``: a detached app does not stop when its last call ends;
-- ``FAKE_MODAL_BUILD_SECONDS=SECONDS``: building an app's images takes that long.
+- ``FAKE_MODAL_BUILD_SECONDS=SECONDS``: building an app's images takes that long;
+- ``FAKE_MODAL_LOGS_START_SECONDS=SECONDS``: ``modal app logs`` takes that long to connect.
 """
 
 from __future__ import annotations

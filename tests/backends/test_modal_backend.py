@@ -275,16 +275,17 @@ def test_a_followed_log_is_read_until_it_falls_silent_once_the_run_is_final(
 ) -> None:
     """Lines still coming after the run's end are all read: the drain waits for silence, each
     line starting it again, rather than stopping a fixed time after the end."""
+    backend.drain_seconds = 1.5  # a gap between two lines stays far below it on a busy machine
     handle = backend.submit(_spec("writes"), project=project)
     assert wait_until_final(backend, handle) is RunState.SUCCEEDED
     app_log = fake.root / "apps" / f"{handle.details['app_id']}.log"
     stopped = fake.root / "apps" / f"{handle.details['app_id']}.stopped"
     stopped.unlink(missing_ok=True)  # the stream goes on
-    late = [f"late line {index}" for index in range(8)]
+    late = [f"late line {index}" for index in range(12)]
 
     def write_late() -> None:
-        for line in late:  # one every 0.6 drains: 4.8 drains in all
-            time.sleep(backend.drain_seconds * 0.6)
+        for line in late:  # one every sixth of a drain: two drains in all
+            time.sleep(backend.drain_seconds / 6)
             with app_log.open("a") as out:
                 out.write(line + "\n")
         stopped.touch()

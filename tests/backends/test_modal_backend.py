@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from x_tui.backends.modal.backend import ModalBackend
+from x_tui.backends.modal.logs import LONGEST_DRAIN
 from x_tui.compute.backend import RunState
 from x_tui.compute.extensions import ResourceRequest
 from x_tui.compute.outputs import OutputTooLargeError
@@ -297,6 +298,45 @@ def test_a_followed_log_is_read_until_it_falls_silent_once_the_run_is_final(
     finally:
         writer.join()
     assert [line for line in lines if line.startswith("late line")] == late
+
+
+def test_a_followed_log_that_never_falls_silent_still_ends_after_the_run(
+    backend: ModalBackend, project: Path, fake: FakeModal
+) -> None:
+    """A process the run left behind prints for ever: the follow stops a bounded time after the
+    run's end (LONGEST_DRAIN drains), with what it read until then."""
+    backend.drain_seconds = 0.25
+    handle = backend.submit(_spec("writes"), project=project)
+    assert wait_until_final(backend, handle) is RunState.SUCCEEDED
+    app_log = fake.root / "apps" / f"{handle.details['app_id']}.log"
+    (fake.root / "apps" / f"{handle.details['app_id']}.stopped").unlink(missing_ok=True)
+    done = threading.Event()
+
+    def write_for_ever() -> None:
+        while not done.wait(0.02):
+            with app_log.open("a") as out:
+                out.write("still here\n")
+
+    writer = threading.Thread(target=write_for_ever)
+    writer.start()
+    lines: list[str] = []
+    follower = threading.Thread(
+        target=lambda: lines.extend(backend.logs(handle, follow=True)), daemon=True
+    )
+    started = time.monotonic()
+    try:
+        follower.start()
+        follower.join(60)
+        took = time.monotonic() - started
+        assert not follower.is_alive(), "the follow did not end within a minute"
+        assert writer.is_alive()  # the stream was still going when the follow ended
+    finally:
+        done.set()
+        writer.join()
+    assert "still here" in lines
+    # Ended by the bound, not by the end of the stream: well before a minute, and not before
+    # the drains the bound allows (the run was found final within the first poll or two).
+    assert LONGEST_DRAIN * backend.drain_seconds <= took < 60
 
 
 def test_fetch_refuses_an_entry_that_leads_outside_the_run(

@@ -86,7 +86,7 @@ class ModalBackend:
     logs_seconds: float = 120.0
     """How long fetching a run's logs without following may take."""
     poll_seconds: float = 2.0
-    """How long a followed log waits for a line before it asks whether the run is final."""
+    """How often a followed log asks whether the run is final."""
     drain_seconds: float = 5.0
     """How long a followed log must be silent, once the run is final, before it is stopped."""
 

@@ -3,11 +3,12 @@
 The command runs in a child process of this interpreter, so nothing Modal prints reaches x-tui's
 terminal. Without follow it fetches every entry since the run was submitted (``--since``; without
 it Modal prints only the last 100) and must finish within a deadline. With follow (``--follow``,
-which Modal does not let ``--since`` join) the stream is read through a thread; once a poll finds
-no line and the run is final, what is still coming is read until the stream has been silent for a
-few seconds, and the stream is stopped, since a detached app's stream may outlive its run. A
-stream that has said nothing by then may not have started yet (the CLI connects first): the run's
-whole log is then fetched once without follow, so a short run's lines are not lost.
+which Modal does not let ``--since`` join) the stream is read through a thread, and the run is
+asked every few seconds whether it has ended; once it has, what is still coming is read until the
+stream has been silent for a few seconds (and for a bounded time at most), and the stream is
+stopped, since a detached app's stream may outlive its run. A stream that has said nothing by then
+may not have started yet (the CLI connects first): the run's whole log is then fetched once
+without follow, so a short run's lines are not lost.
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ MAX_RANGE: Final = dt.timedelta(days=34)
 """The longest range asked for without follow (Modal refuses more than 35 days)."""
 EARLY: Final = dt.timedelta(minutes=1)
 """How long before submission the range starts, so the container's first lines are in it."""
+LONGEST_DRAIN: Final = 12
+"""However the stream goes on once the run is final (a task's leftover process may print for
+ever), it is read for at most this many drain times after the end."""
 _END: Final = object()
 _STDERR_LINES: Final = 20
 
@@ -95,6 +99,14 @@ def fetch_lines(command: list[str], *, seconds: float) -> list[str]:
     return [_decode(line) for line in done.stdout.splitlines(keepends=True)]
 
 
+def _asked_final(is_final: Callable[[], bool]) -> bool:
+    """``is_final()``, a :class:`ProviderError` counting as "not yet"."""
+    try:
+        return is_final()
+    except ProviderError:
+        return False
+
+
 def _pump(stream: IO[bytes], channel: queue.Queue[object]) -> None:
     for raw in iter(stream.readline, b""):
         channel.put(_decode(raw))
@@ -130,11 +142,12 @@ def follow_lines(
 
     Args:
         command: The argv, with ``--follow``.
-        is_final: Whether the run has ended; asked when a poll finds no line. A
-            :class:`ProviderError` from it counts as "not yet".
-        poll_seconds: How long a poll waits for a line.
+        is_final: Whether the run has ended; asked every ``poll_seconds`` until it has, lines
+            or none. A :class:`ProviderError` from it counts as "not yet".
+        poll_seconds: How often the run is asked whether it has ended.
         drain_seconds: How long the stream must be silent, once the run is final, before it is
-            stopped (each line read starts the wait again).
+            stopped (each line read starts the wait again; :data:`LONGEST_DRAIN` of them at
+            most after the end).
         fetch_all: The run's whole log without follow; its lines are given instead when the
             stream said nothing at all before it was stopped.
 
@@ -161,26 +174,29 @@ def follow_lines(
     errors.start()
     final_at: float | None = None
     heard_at: float | None = None  # when the stream last gave a line
+    asked_at = time.monotonic()  # when the run was last asked whether it is final
     try:
         while True:
-            wait = poll_seconds
-            if final_at is not None:
+            now = time.monotonic()
+            if final_at is None and now >= asked_at + poll_seconds:  # lines flowing or not
+                asked_at = now
+                if _asked_final(is_final):
+                    final_at = now
+            if final_at is None:
+                wait = asked_at + poll_seconds - now
+            elif now >= final_at + LONGEST_DRAIN * drain_seconds:
+                return  # lines still come, but the run ended long enough ago
+            else:
                 quiet_since = final_at if heard_at is None else max(final_at, heard_at)
-                wait = max(0.0, quiet_since + drain_seconds - time.monotonic())
+                wait = quiet_since + drain_seconds - now
             try:
-                item = channel.get(timeout=wait)
+                item = channel.get(timeout=max(0.0, wait))
             except queue.Empty:
                 if final_at is not None:
                     if heard_at is None:  # the stream may not have started: read it all once
                         _stop(process)
                         yield from fetch_all()
                     return
-                try:
-                    final = is_final()
-                except ProviderError:
-                    final = False
-                if final:
-                    final_at = time.monotonic()
                 continue
             if item is _END:
                 code = process.wait()

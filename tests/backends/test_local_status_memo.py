@@ -39,6 +39,8 @@ def test_a_manifest_is_parsed_again_only_once_its_file_changes(
         return real_load(path)
 
     monkeypatch.setattr(status_memo, "load_manifest", load)
+    # Files aged below are a minute old; a file just written stays fresh however slow the machine.
+    monkeypatch.setattr(status_memo, "SETTLED_SECONDS", 30.0)
     memo = StatusMemo()
     outputs = tmp_path / "outputs"
     outputs.mkdir()

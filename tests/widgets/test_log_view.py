@@ -13,6 +13,7 @@ import subprocess
 import sys
 import termios
 import time
+from array import array
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -209,6 +210,35 @@ async def test_filter_shows_matching_lines_with_context(search_log: Path) -> Non
         await pilot.press("ampersand", "ctrl+u", "enter")  # an empty filter clears it
         await wait_for(pilot, lambda: "&" not in status(app), "the filter to clear")
         assert "step 199" in rows(app)
+
+
+@asynchronous
+async def test_home_pressed_before_new_rows_are_drawn_still_goes_to_the_top(
+    search_log: Path,
+) -> None:
+    """Rows arrive (a filter's results) and a key comes before the next frame draws the
+    scrollbar they bring: at a low frame rate (the low-bandwidth profile) that is a long window.
+    ``home`` was skipped then, and a scroll to the end queued before it moved the view back."""
+    app = LogApp(search_log)
+    async with app.run_test(size=SIZE) as pilot:
+        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        lines = view_of(app).query_one(LogLines)
+        every_row = lines.rows
+        lines.rows = array("l")  # a filter that has found nothing yet: nothing to scroll
+        lines.update_size()
+        await wait_for(pilot, lambda: not lines.show_vertical_scrollbar, "no scrollbar")
+        assert lines.following
+        # The rows come back, and the key with them, in one turn: no frame between.
+        lines.rows = every_row
+        lines.update_size()
+        lines.shift(0)  # following: the end is asked for, as new rows ask for it
+        lines.on_resize()  # and a resize before the key queues a scroll to the end
+        lines.action_scroll_home()
+        assert not lines.following
+        await wait_for(pilot, lambda: rows(app)[0].endswith("step 0"), "the first rows")
+        await pilot.pause(0.1)
+        assert rows(app)[0].endswith("step 0")  # and it stays there
+        assert not lines.following
 
 
 @asynchronous

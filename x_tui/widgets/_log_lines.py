@@ -261,6 +261,18 @@ class LogLines(ScrollView, can_focus=True):
         finally:
             self._moving = False
 
+    @property
+    def allow_vertical_scroll(self) -> bool:
+        """Whether there is anything to scroll, from the rows known now.
+
+        Textual's own answer reads the scrollbar the last layout drew: between new rows (a
+        filter's results) and the next frame, a key such as ``home`` was skipped, and at a low
+        frame rate (the low-bandwidth profile) that window is long.
+        """
+        if self.disabled or self.loading:
+            return False
+        return self.max_scroll_y > 0 or self.scroll_y > 0
+
     def watch_scroll_y(self, old_value: float, new_value: float) -> None:
         """Pause following when the user scrolls up; resume when they scroll to the end."""
         super().watch_scroll_y(old_value, new_value)
@@ -292,7 +304,12 @@ class LogLines(ScrollView, can_focus=True):
 
     def action_scroll_home(self) -> None:
         """Scroll to the first line (pauses following)."""
-        self._scroll_by(-int(self.scroll_y))
+        if not self.allow_vertical_scroll:
+            raise SkipAction()
+        # Paused and moved at once: a scroll to the end queued before the key (new lines, a
+        # resize) finds the view no longer following, and the key wins.
+        self.set_following(False)
+        self._move(0)
 
     def action_scroll_end(self) -> None:
         """Follow: scroll to the end and stick to it."""
@@ -301,6 +318,8 @@ class LogLines(ScrollView, can_focus=True):
     def _scroll_by(self, rows: int) -> None:
         if not self.allow_vertical_scroll:
             raise SkipAction()
+        if rows < 0:
+            self.set_following(False)  # at once, as for home
         self.scroll_to(y=self.scroll_y + rows, animate=False)
 
     def on_resize(self) -> None:
@@ -309,7 +328,8 @@ class LogLines(ScrollView, can_focus=True):
             self._wrapped.clear()
             self.update_size()
         if self.following:
-            self.call_after_refresh(self.scroll_to_end)
+            # Asked again when it runs: a key that paused following since then wins.
+            self.call_after_refresh(self._stay_at_end)
 
     # -- rendering ----------------------------------------------------------------------------
 

@@ -187,7 +187,7 @@ def asynchronous(test: Callable[P, Coroutine[Any, Any, None]]) -> Callable[P, No
 
 
 async def wait_until(
-    pilot: Pilot[object], condition: Callable[[], bool], what: str, *, deadline: float = DEADLINE
+    pilot: Pilot[Any], condition: Callable[[], bool], what: str, *, deadline: float = DEADLINE
 ) -> None:
     """Let the app run until ``condition()`` holds; fail naming ``what`` after the deadline.
 
@@ -206,7 +206,7 @@ async def wait_until(
     await pilot.pause()
 
 
-def _shown(app: App[object]) -> str:
+def _shown(app: App[Any]) -> str:
     """What ``app``'s screen in front shows, line by line, for a failure's message."""
     try:
         screen = app.screen

@@ -14,7 +14,6 @@ import sys
 import termios
 import time
 from array import array
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +21,9 @@ import pytest
 from rich.segment import Segment
 from textual.app import App, ComposeResult
 from textual.message import Message
-from textual.pilot import Pilot
 from textual.widgets import Static
 
-from tests.support import asynchronous
+from tests.support import asynchronous, wait_until
 from x_tui.widgets._log_lines import LogLines
 from x_tui.widgets.log_view import LogView
 
@@ -79,16 +77,6 @@ def status(app: App[None]) -> str:
     return str(view_of(app).query_one(".log-view--status", Static).render())
 
 
-async def wait_for(pilot: Pilot[None], condition: Callable[[], bool], what: str) -> None:
-    """Let the app run until ``condition`` holds (a generous deadline, never a measurement)."""
-    waited = 0.0
-    while not condition():
-        if waited > WAIT_SECONDS:
-            pytest.fail(f"timed out waiting for {what}; rows: {rows(pilot.app)!r}")
-        await pilot.pause(0.02)
-        waited += 0.02
-
-
 @pytest.fixture
 def long_log(tmp_path: Path) -> Path:
     path = tmp_path / "long.log"
@@ -100,7 +88,7 @@ def long_log(tmp_path: Path) -> Path:
 async def test_opens_at_the_tail_of_a_100k_line_file(long_log: Path) -> None:
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the last line")
         shown = [row for row in rows(app) if row]
         assert shown[-1] == "line 099999"
         assert shown[0] == f"line {100_000 - len(shown):06d}"
@@ -111,9 +99,9 @@ async def test_opens_at_the_tail_of_a_100k_line_file(long_log: Path) -> None:
 async def test_appended_lines_appear_while_following(long_log: Path) -> None:
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the last line")
         write_lines(long_log, ["appended one", "appended two"], mode="a")
-        await wait_for(pilot, lambda: rows(app)[-1] == "appended two", "the appended lines")
+        await wait_until(pilot, lambda: rows(app)[-1] == "appended two", "the appended lines")
         assert rows(app)[-2] == "appended one"
 
 
@@ -121,16 +109,16 @@ async def test_appended_lines_appear_while_following(long_log: Path) -> None:
 async def test_scrolling_up_pauses_follow_and_counts_new_lines_until_end(long_log: Path) -> None:
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the last line")
         await pilot.press("up", "up", "up")
-        await wait_for(pilot, lambda: not view_of(app).following, "follow to pause")
+        await wait_until(pilot, lambda: not view_of(app).following, "follow to pause")
         held = rows(app)
         write_lines(long_log, [f"new {n}" for n in range(7)], mode="a")
-        await wait_for(pilot, lambda: "+7 new lines" in status(app), "the new-line badge")
+        await wait_until(pilot, lambda: "+7 new lines" in status(app), "the new-line badge")
         assert rows(app) == held  # the user is not yanked to the end
         assert "paused" in status(app)
         await pilot.press("end")
-        await wait_for(pilot, lambda: rows(app)[-1] == "new 6", "the end after resuming")
+        await wait_until(pilot, lambda: rows(app)[-1] == "new 6", "the end after resuming")
         assert "following" in status(app)
         assert "new lines" not in status(app)
         changes = [m.following for m in app.messages if isinstance(m, LogView.FollowChanged)]
@@ -141,11 +129,11 @@ async def test_scrolling_up_pauses_follow_and_counts_new_lines_until_end(long_lo
 async def test_shift_f_resumes_follow_too(long_log: Path) -> None:
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the last line")
         await pilot.press("pageup")
-        await wait_for(pilot, lambda: not view_of(app).following, "follow to pause")
+        await wait_until(pilot, lambda: not view_of(app).following, "follow to pause")
         await pilot.press("F")
-        await wait_for(pilot, lambda: view_of(app).following, "follow to resume")
+        await wait_until(pilot, lambda: view_of(app).following, "follow to resume")
         assert rows(app)[-1] == "line 099999"
 
 
@@ -161,10 +149,10 @@ def search_log(tmp_path: Path) -> Path:
 async def test_search_highlights_matches_and_counts_them(search_log: Path) -> None:
     app = LogApp(search_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         await pilot.press("slash", *"needle", "enter")
         # From the tail, the search shows the latest match: 193, the 20th of 20.
-        await wait_for(pilot, lambda: "20/20" in status(app), "the match counter")
+        await wait_until(pilot, lambda: "20/20" in status(app), "the match counter")
         assert "step 193 needle" in rows(app)
         lines = view_of(app).query_one(LogLines)
         match_style = lines.get_component_rich_style("log-lines--match")
@@ -177,12 +165,12 @@ async def test_search_highlights_matches_and_counts_them(search_log: Path) -> No
         assert highlighted
         assert set(highlighted) == {"needle"}
         await pilot.press("n")  # wraps to the first match
-        await wait_for(pilot, lambda: "1/20" in status(app), "the first match")
+        await wait_until(pilot, lambda: "1/20" in status(app), "the first match")
         assert "step 3 needle" in rows(app)
         await pilot.press("n", "n")
-        await wait_for(pilot, lambda: "3/20" in status(app), "the third match")
+        await wait_until(pilot, lambda: "3/20" in status(app), "the third match")
         await pilot.press("N")
-        await wait_for(pilot, lambda: "2/20" in status(app), "the second match")
+        await wait_until(pilot, lambda: "2/20" in status(app), "the second match")
         assert "step 13 needle" in rows(app)
 
 
@@ -190,11 +178,11 @@ async def test_search_highlights_matches_and_counts_them(search_log: Path) -> No
 async def test_filter_shows_matching_lines_with_context(search_log: Path) -> None:
     app = LogApp(search_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         await pilot.press("ampersand", *"needle", "enter")
-        await wait_for(pilot, lambda: "20 lines ±2" in status(app), "the filter")
+        await wait_until(pilot, lambda: "20 lines ±2" in status(app), "the filter")
         await pilot.press("home")
-        await wait_for(pilot, lambda: rows(app)[0].endswith("step 1"), "the first rows")
+        await wait_until(pilot, lambda: rows(app)[0].endswith("step 1"), "the first rows")
         # Line numbers in the gutter: ':' on a match, '-' on context, like grep.
         assert rows(app)[:6] == [
             "  2-step 1",
@@ -205,10 +193,10 @@ async def test_filter_shows_matching_lines_with_context(search_log: Path) -> Non
             " 12-step 11",
         ]
         await pilot.press("minus", "minus")
-        await wait_for(pilot, lambda: "±0" in status(app), "no context")
+        await wait_until(pilot, lambda: "±0" in status(app), "no context")
         assert rows(app)[:3] == ["  4:step 3 needle", " 14:step 13 needle", " 24:step 23 needle"]
         await pilot.press("ampersand", "ctrl+u", "enter")  # an empty filter clears it
-        await wait_for(pilot, lambda: "&" not in status(app), "the filter to clear")
+        await wait_until(pilot, lambda: "&" not in status(app), "the filter to clear")
         assert "step 199" in rows(app)
 
 
@@ -221,12 +209,12 @@ async def test_home_pressed_before_new_rows_are_drawn_still_goes_to_the_top(
     ``home`` was skipped then, and a scroll to the end queued before it moved the view back."""
     app = LogApp(search_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         lines = view_of(app).query_one(LogLines)
         every_row = lines.rows
         lines.rows = array("l")  # a filter that has found nothing yet: nothing to scroll
         lines.update_size()
-        await wait_for(pilot, lambda: not lines.show_vertical_scrollbar, "no scrollbar")
+        await wait_until(pilot, lambda: not lines.show_vertical_scrollbar, "no scrollbar")
         assert lines.following
         # The rows come back, and the key with them, in one turn: no frame between.
         lines.rows = every_row
@@ -235,7 +223,7 @@ async def test_home_pressed_before_new_rows_are_drawn_still_goes_to_the_top(
         lines.on_resize()  # and a resize before the key queues a scroll to the end
         lines.action_scroll_home()
         assert not lines.following
-        await wait_for(pilot, lambda: rows(app)[0].endswith("step 0"), "the first rows")
+        await wait_until(pilot, lambda: rows(app)[0].endswith("step 0"), "the first rows")
         await pilot.pause(0.1)
         assert rows(app)[0].endswith("step 0")  # and it stays there
         assert not lines.following
@@ -245,12 +233,12 @@ async def test_home_pressed_before_new_rows_are_drawn_still_goes_to_the_top(
 async def test_filtered_view_follows_new_matching_lines(search_log: Path) -> None:
     app = LogApp(search_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         await pilot.press("ampersand", *"needle", "enter")
-        await wait_for(pilot, lambda: "20 lines" in status(app), "the filter")
+        await wait_until(pilot, lambda: "20 lines" in status(app), "the filter")
         write_lines(search_log, ["noise", "late needle", "after 1", "after 2", "after 3"], "a")
-        await wait_for(pilot, lambda: "21 lines" in status(app), "the new match")
-        await wait_for(pilot, lambda: rows(app)[-1].endswith("after 2"), "its context")
+        await wait_until(pilot, lambda: "21 lines" in status(app), "the new match")
+        await wait_until(pilot, lambda: rows(app)[-1].endswith("after 2"), "its context")
         # Two lines of context each side: "after 3" stays hidden.
         assert rows(app)[-6:] == [
             "196-step 195",
@@ -273,21 +261,21 @@ async def test_next_error_jumps_to_the_traceback(tmp_path: Path) -> None:
     write_lines(path, lines)
     app = LogApp(path, follow=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "ok 299" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "ok 299" in rows(app), "the tail")
         await pilot.press("home")
-        await wait_for(pilot, lambda: rows(app)[0] == "ok 0", "the top")
+        await wait_until(pilot, lambda: rows(app)[0] == "ok 0", "the top")
         await pilot.press("e")
-        await wait_for(pilot, lambda: view_of(app).lines_view.current == 40, "the traceback")
+        await wait_until(pilot, lambda: view_of(app).lines_view.current == 40, "the traceback")
         assert "Traceback (most recent call last):" in rows(app)
         await pilot.press("e")
-        await wait_for(pilot, lambda: view_of(app).lines_view.current == 42, "the error line")
+        await wait_until(pilot, lambda: view_of(app).lines_view.current == 42, "the error line")
         await pilot.press("e")
-        await wait_for(pilot, lambda: view_of(app).lines_view.current == 250, "the ERROR")
+        await wait_until(pilot, lambda: view_of(app).lines_view.current == 250, "the ERROR")
         assert "2026-01-01 ERROR disk full" in rows(app)
         await pilot.press("e")
-        await wait_for(pilot, lambda: "no error below" in status(app), "the end of errors")
+        await wait_until(pilot, lambda: "no error below" in status(app), "the end of errors")
         await pilot.press("E")
-        await wait_for(pilot, lambda: view_of(app).lines_view.current == 42, "the previous one")
+        await wait_until(pilot, lambda: view_of(app).lines_view.current == 42, "the previous one")
         assert "no error below" not in status(app)  # the note goes with the next key
 
 
@@ -298,7 +286,7 @@ async def test_a_progress_bar_shows_as_one_line_in_its_last_state(tmp_path: Path
     write_lines(path, ["start", bar, "end"])
     app = LogApp(path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "end" in rows(app), "the log")
+        await wait_until(pilot, lambda: "end" in rows(app), "the log")
         assert [row for row in rows(app) if row] == [
             "start",
             "training 100% |##########|",
@@ -323,7 +311,7 @@ async def test_escape_sequences_in_the_file_never_reach_the_screen(tmp_path: Pat
     write_lines(path, HOSTILE)
     app = LogApp(path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: any("markup" in row for row in rows(app)), "the log")
+        await wait_until(pilot, lambda: any("markup" in row for row in rows(app)), "the log")
         segments = [segment for row in strips(app) for segment in row]
         text = "".join(segment.text for segment in segments)
         assert re.search(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]", text) is None
@@ -354,12 +342,12 @@ async def test_escape_sequences_in_the_file_never_reach_the_screen(tmp_path: Pat
 async def test_a_truncated_file_is_shown_again_from_scratch(long_log: Path) -> None:
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the last line")
         write_lines(long_log, ["after truncation"])
-        await wait_for(pilot, lambda: rows(app)[0] == "after truncation", "the new content")
+        await wait_until(pilot, lambda: rows(app)[0] == "after truncation", "the new content")
         assert [row for row in rows(app) if row] == ["after truncation"]
         # The message bubbles up to the app after the screen is redrawn.
-        await wait_for(
+        await wait_until(
             pilot, lambda: any(isinstance(m, LogView.Reset) for m in app.messages), "a Reset"
         )
 
@@ -372,9 +360,9 @@ async def test_a_file_rewritten_with_lines_of_the_same_length_shows_the_new_text
     write_lines(path, ["old line one", "old line two"])
     app = LogApp(path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "old line two" in rows(app), "the old text")
+        await wait_until(pilot, lambda: "old line two" in rows(app), "the old text")
         write_lines(path, ["new line one", "new line two", "new line 3"])
-        await wait_for(pilot, lambda: "new line 3" in rows(app), "the new text")
+        await wait_until(pilot, lambda: "new line 3" in rows(app), "the new text")
         assert [row for row in rows(app) if row] == ["new line one", "new line two", "new line 3"]
 
 
@@ -384,10 +372,10 @@ async def test_wrap_shows_a_long_line_on_several_rows(tmp_path: Path) -> None:
     write_lines(path, ["short", "w" * 200, "last"])
     app = LogApp(path)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "last" in rows(app), "the log")
+        await wait_until(pilot, lambda: "last" in rows(app), "the log")
         assert [row for row in rows(app) if row] == ["short", "w" * 80, "last"]
         await pilot.press("w")
-        await wait_for(pilot, lambda: "wrap" in status(app), "wrap mode")
+        await wait_until(pilot, lambda: "wrap" in status(app), "wrap mode")
         shown = [row for row in rows(app) if row]
         assert shown[0] == "short"
         assert shown[-1] == "last"
@@ -403,7 +391,7 @@ async def test_a_busy_stream_is_shown_whole_and_a_calm_line_after_it_at_once(
     calm line shows at the normal pace again."""
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the last line")
         view = view_of(app)
         paces: list[float] = []  # the busy deadline each refresh of the index left
         refresh = view._refresh_index
@@ -414,11 +402,11 @@ async def test_a_busy_stream_is_shown_whole_and_a_calm_line_after_it_at_once(
 
         view._refresh_index = spy  # type: ignore[method-assign]
         write_lines(long_log, [f"burst {n:04d}" for n in range(2_000)], mode="a")
-        await wait_for(pilot, lambda: rows(app)[-1] == "burst 1999", "the whole burst")
+        await wait_until(pilot, lambda: rows(app)[-1] == "burst 1999", "the whole burst")
         assert rows(app)[-2] == "burst 1998"
         assert any(pace > 0.0 for pace in paces)  # the burst was shown at the busy pace
         write_lines(long_log, ["calm again"], mode="a")
-        await wait_for(pilot, lambda: rows(app)[-1] == "calm again", "the calm line")
+        await wait_until(pilot, lambda: rows(app)[-1] == "calm again", "the calm line")
         assert paces[-1] == 0.0  # and the calm line put it back on the normal pace
 
 
@@ -426,20 +414,20 @@ async def test_a_busy_stream_is_shown_whole_and_a_calm_line_after_it_at_once(
 async def test_low_bandwidth_mode_still_shows_appends(long_log: Path) -> None:
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the last line")
         view_of(app).low_bandwidth = True
         write_lines(long_log, ["slow link line"], mode="a")
-        await wait_for(pilot, lambda: rows(app)[-1] == "slow link line", "the appended line")
+        await wait_until(pilot, lambda: rows(app)[-1] == "slow link line", "the appended line")
 
 
 @asynchronous
 async def test_opening_without_follow_shows_the_tail_and_stays_put(long_log: Path) -> None:
     app = LogApp(long_log, follow=False)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the tail")
         held = rows(app)
         write_lines(long_log, ["more", "and more"], mode="a")
-        await wait_for(pilot, lambda: "+2 new lines" in status(app), "the new-line count")
+        await wait_until(pilot, lambda: "+2 new lines" in status(app), "the new-line count")
         assert rows(app) == held
 
 
@@ -451,16 +439,16 @@ async def test_a_log_that_appears_later_is_shown(tmp_path: Path) -> None:
         await pilot.pause()
         assert not any(rows(app))
         write_lines(path, ["first words"])
-        await wait_for(pilot, lambda: "first words" in rows(app), "the new file")
+        await wait_until(pilot, lambda: "first words" in rows(app), "the new file")
 
 
 @asynchronous
 async def test_an_invalid_regex_is_reported_in_the_status_line(search_log: Path) -> None:
     app = LogApp(search_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         await pilot.press("slash", "ctrl+r", *"(oops", "enter")
-        await wait_for(pilot, lambda: "not a valid regular expression" in status(app), "error")
+        await wait_until(pilot, lambda: "not a valid regular expression" in status(app), "error")
         assert app.is_running
 
 
@@ -470,12 +458,12 @@ async def test_open_switches_files(tmp_path: Path, search_log: Path) -> None:
     write_lines(other, ["the other file"])
     app = LogApp(search_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         view_of(app).open(other)
-        await wait_for(pilot, lambda: "the other file" in rows(app), "the other file")
+        await wait_until(pilot, lambda: "the other file" in rows(app), "the other file")
         assert "step 199" not in rows(app)
         view_of(app).open(None)
-        await wait_for(pilot, lambda: not any(rows(app)), "an empty view")
+        await wait_until(pilot, lambda: not any(rows(app)), "an empty view")
 
 
 VIEWER = """
@@ -544,7 +532,7 @@ async def test_the_search_bar_s_labels_follow_its_mode_and_toggles(search_log: P
 
     app = LogApp(search_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         options = app.query_one(BarOptions)
 
         def shown() -> str:
@@ -579,18 +567,18 @@ async def test_the_search_bar_s_labels_follow_its_mode_and_toggles(search_log: P
 async def test_status_line_follows_the_lines_state_whoever_changes_it(search_log: Path) -> None:
     app = LogApp(search_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         lines = view_of(app).query_one(LogLines)
         lines.set_following(False)  # not a key: the status line still tells
-        await wait_for(pilot, lambda: "paused" in status(app), "the pause shown")
+        await wait_until(pilot, lambda: "paused" in status(app), "the pause shown")
         lines.wrap = True
-        await wait_for(pilot, lambda: "wrap" in status(app), "wrap shown")
+        await wait_until(pilot, lambda: "wrap" in status(app), "wrap shown")
         await pilot.press("n")  # no search yet: the key's answer is a note
-        await wait_for(pilot, lambda: "no search: press / first" in status(app), "the note")
+        await wait_until(pilot, lambda: "no search: press / first" in status(app), "the note")
         await pilot.press("slash", *"needle", "enter")
-        await wait_for(pilot, lambda: "/20" in status(app), "the match counter")
+        await wait_until(pilot, lambda: "/20" in status(app), "the match counter")
         lines.current = 13  # the second match, made current by hand
-        await wait_for(pilot, lambda: "2/20" in status(app), "the rank of the current line")
+        await wait_until(pilot, lambda: "2/20" in status(app), "the rank of the current line")
 
 
 @asynchronous
@@ -600,7 +588,7 @@ async def test_status_line_says_no_log_until_a_file_is_opened(search_log: Path) 
         await pilot.pause()
         assert status(app) == "no log"
         view_of(app).open(search_log)
-        await wait_for(pilot, lambda: "step 199" in rows(app), "the tail")
+        await wait_until(pilot, lambda: "step 199" in rows(app), "the tail")
         assert status(app) == "● following"
 
 
@@ -620,7 +608,7 @@ async def test_a_frame_works_out_the_views_style_once_not_once_a_row(
     monkeypatch.setattr(LogLines, "rich_style", property(counted))
     app = LogApp(long_log)
     async with app.run_test(size=SIZE) as pilot:
-        await wait_for(pilot, lambda: "line 099999" in rows(app), "the last line")
+        await wait_until(pilot, lambda: "line 099999" in rows(app), "the last line")
         lines = app.query_one(LogLines)
         lines._strips.clear()  # every row drawn afresh, as while a log streams in
         lines.refresh()

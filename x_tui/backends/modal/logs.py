@@ -9,6 +9,10 @@ stream has been silent for a few seconds (and for a bounded time at most), and t
 stopped, since a detached app's stream may outlive its run. A stream that has said nothing by then
 may not have started yet (the CLI connects first): the run's whole log is then fetched once
 without follow, so a short run's lines are not lost.
+
+Both ways the lines are given as they come, through a bounded queue: the reading thread waits for
+the consumer, and a line longer than :data:`MAX_LINE` comes in pieces, so however much Modal sends
+x-tui holds a bounded amount of it.
 """
 
 from __future__ import annotations
@@ -19,8 +23,8 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
-from typing import IO, Final
+from collections.abc import Callable, Iterable, Iterator
+from typing import Final
 
 from x_tui.backends.modal.sdk import unanswered
 from x_tui.compute.sanitize import one_line
@@ -33,6 +37,10 @@ EARLY: Final = dt.timedelta(minutes=1)
 LONGEST_DRAIN: Final = 12
 """However the stream goes on once the run is final (a task's leftover process may print for
 ever), it is read for at most this many drain times after the end."""
+MAX_LINE: Final = 1 << 16
+"""The longest piece of a line read at once (64 KiB); a longer line comes in pieces."""
+QUEUED_LINES: Final = 1024
+"""Lines read ahead of the consumer at most."""
 _END: Final = object()
 _STDERR_LINES: Final = 20
 
@@ -82,21 +90,31 @@ def _failure(code: int, stderr: str) -> ProviderError:
     return ProviderError(f"`modal app logs` failed (exit {code}): {said}")
 
 
-def fetch_lines(command: list[str], *, seconds: float) -> list[str]:
-    """Run a non-following ``modal app logs`` and return its lines.
+def fetch_lines(command: list[str], *, seconds: float) -> Iterator[str]:
+    """Run a non-following ``modal app logs`` and give its lines as they come.
 
     Raises:
-        ProviderError: If it did not finish within ``seconds``, or failed (its last line said).
+        ProviderError: If it did not finish within ``seconds``, or failed (its last line said),
+            after the lines read until then.
     """
+    stream = _Stream(command)
+    give_up = time.monotonic() + seconds
     try:
-        done = subprocess.run(
-            command, capture_output=True, timeout=seconds, stdin=subprocess.DEVNULL, check=False
-        )
-    except subprocess.TimeoutExpired:
-        raise unanswered(seconds, "reading the run's logs") from None
-    if done.returncode != 0:
-        raise _failure(done.returncode, done.stderr.decode("utf-8", errors="replace"))
-    return [_decode(line) for line in done.stdout.splitlines(keepends=True)]
+        while True:
+            left = give_up - time.monotonic()
+            try:
+                if left <= 0:
+                    raise queue.Empty
+                item = stream.get(left)
+            except queue.Empty:
+                raise unanswered(seconds, "reading the run's logs") from None
+            if item is _END:
+                stream.end()
+                return
+            assert isinstance(item, str)
+            yield item
+    finally:
+        stream.stop()
 
 
 def _asked_final(is_final: Callable[[], bool]) -> bool:
@@ -107,27 +125,74 @@ def _asked_final(is_final: Callable[[], bool]) -> bool:
         return False
 
 
-def _pump(stream: IO[bytes], channel: queue.Queue[object]) -> None:
-    for raw in iter(stream.readline, b""):
-        channel.put(_decode(raw))
-    channel.put(_END)
+class _Stream:
+    """A running ``modal app logs``: its lines through a bounded queue, the end of its stderr
+    kept for the message when it fails."""
 
+    def __init__(self, command: list[str]) -> None:
+        self._process = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+        )
+        self._lines: queue.Queue[object] = queue.Queue(maxsize=QUEUED_LINES)
+        self._tail: list[str] = []
+        self._stopped = threading.Event()
+        threading.Thread(target=self._pump, name="x-tui modal logs", daemon=True).start()
+        self._errors = threading.Thread(
+            target=self._keep_tail, name="x-tui modal logs", daemon=True
+        )
+        self._errors.start()
 
-def _keep_tail(stream: IO[bytes], tail: list[str]) -> None:
-    for raw in iter(stream.readline, b""):
-        tail.append(_decode(raw))
-        del tail[:-_STDERR_LINES]
+    def get(self, timeout: float) -> object:
+        """The next line, or the end (``_END``); :class:`queue.Empty` after ``timeout``."""
+        return self._lines.get(timeout=max(0.0, timeout))
 
+    def end(self) -> None:
+        """The stream has ended: wait for the command.
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
-    if process.poll() is not None:
-        return
-    process.terminate()
-    try:
-        process.wait(timeout=2.0)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+        Raises:
+            ProviderError: If it failed (its last line said).
+        """
+        code = self._process.wait()
+        self._errors.join(timeout=2.0)
+        if code != 0:
+            raise _failure(code, "\n".join(self._tail))
+
+    def stop(self) -> None:
+        """End the command, and the reading thread with it."""
+        self._stopped.set()
+        if self._process.poll() is not None:
+            return
+        self._process.terminate()
+        try:
+            self._process.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+
+    def _pump(self) -> None:
+        stdout = self._process.stdout
+        assert stdout is not None
+        for raw in iter(lambda: stdout.readline(MAX_LINE), b""):
+            if not self._put(_decode(raw)):
+                return
+        self._put(_END)
+
+    def _put(self, item: object) -> bool:
+        """Queue ``item`` once there is room; ``False`` if the stream was stopped first."""
+        while not self._stopped.is_set():
+            try:
+                self._lines.put(item, timeout=0.1)
+            except queue.Full:
+                continue
+            return True
+        return False
+
+    def _keep_tail(self) -> None:
+        stderr = self._process.stderr
+        assert stderr is not None
+        for raw in iter(lambda: stderr.readline(MAX_LINE), b""):
+            self._tail.append(_decode(raw))
+            del self._tail[:-_STDERR_LINES]
 
 
 def follow_lines(
@@ -136,7 +201,7 @@ def follow_lines(
     is_final: Callable[[], bool],
     poll_seconds: float,
     drain_seconds: float,
-    fetch_all: Callable[[], list[str]],
+    fetch_all: Callable[[], Iterable[str]],
 ) -> Iterator[str]:
     """Stream a following ``modal app logs`` until it ends or the run is final and drained.
 
@@ -158,20 +223,7 @@ def follow_lines(
         ProviderError: If the stream failed before the run was final (its last line said), or
             the fetch that stands in for a silent stream failed.
     """
-    process = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
-    )
-    assert process.stdout is not None
-    assert process.stderr is not None
-    channel: queue.Queue[object] = queue.Queue()
-    tail: list[str] = []
-    threading.Thread(
-        target=_pump, args=(process.stdout, channel), name="x-tui modal logs", daemon=True
-    ).start()
-    errors = threading.Thread(
-        target=_keep_tail, args=(process.stderr, tail), name="x-tui modal logs", daemon=True
-    )
-    errors.start()
+    stream = _Stream(command)
     final_at: float | None = None
     heard_at: float | None = None  # when the stream last gave a line
     asked_at = time.monotonic()  # when the run was last asked whether it is final
@@ -190,22 +242,20 @@ def follow_lines(
                 quiet_since = final_at if heard_at is None else max(final_at, heard_at)
                 wait = quiet_since + drain_seconds - now
             try:
-                item = channel.get(timeout=max(0.0, wait))
+                item = stream.get(wait)
             except queue.Empty:
                 if final_at is not None:
                     if heard_at is None:  # the stream may not have started: read it all once
-                        _stop(process)
+                        stream.stop()
                         yield from fetch_all()
                     return
                 continue
             if item is _END:
-                code = process.wait()
-                errors.join(timeout=2.0)
-                if code != 0 and final_at is None:
-                    raise _failure(code, "\n".join(tail))
+                if final_at is None:
+                    stream.end()
                 return
             assert isinstance(item, str)
             heard_at = time.monotonic()
             yield item
     finally:
-        _stop(process)
+        stream.stop()

@@ -341,7 +341,6 @@ def test_a_followed_log_that_never_falls_silent_still_ends_after_the_run(
         writer.join()
     assert "still here" in lines
     took = ended - started
-    assert took < 60
     # Ended by the bound, not by a silence: no sooner than the drains the bound allows (the run
     # was found final within the first poll or two). Only where the stream was indeed never
     # silent for a drain, as seen here: a machine loaded enough to stall the writer, the fake's

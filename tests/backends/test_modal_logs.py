@@ -4,7 +4,6 @@ and a reader that stops ends the command."""
 
 from __future__ import annotations
 
-import os
 import sys
 import textwrap
 import time
@@ -13,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import wait_for
+from x_tui.backends.modal import logs
 from x_tui.backends.modal.logs import MAX_LINE, QUEUED_LINES, fetch_lines, follow_lines
 from x_tui.compute.worker.errors import ProviderError
 
@@ -102,5 +102,32 @@ def test_a_fetch_past_its_deadline_stops_the_command(tmp_path: Path) -> None:
     script = "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid())); time.sleep(60)"
     with pytest.raises(ProviderError, match="reading the run's logs"):
         list(fetch_lines(_python(script, str(pid_file)), seconds=1.0))
-    pid = int(pid_file.read_text())
-    assert not os.path.exists(f"/proc/{pid}") or not _alive(pid)
+    assert not _alive(int(pid_file.read_text()))
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="/proc")
+@pytest.mark.parametrize("follow", [False, True], ids=["fetch", "follow"])
+def test_a_command_that_closes_its_output_but_never_exits_is_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, follow: bool
+) -> None:
+    monkeypatch.setattr(logs, "EXIT_SECONDS", 1.0)
+    pid_file = tmp_path / "pid"
+    script = (
+        "import os, sys, time; open(sys.argv[1], 'w').write(str(os.getpid()));"
+        " print('one', flush=True); os.close(1); time.sleep(60)"
+    )
+    command = _python(script, str(pid_file))
+    lines = (
+        follow_lines(
+            command, is_final=lambda: False, poll_seconds=60, drain_seconds=1, fetch_all=list
+        )
+        if follow
+        else fetch_lines(command, seconds=1.0)
+    )
+    seen: list[str] = []
+    started = time.monotonic()
+    with pytest.raises(ProviderError, match=r"within 1 s while reading the run's logs"):
+        seen.extend(lines)
+    assert time.monotonic() - started < 30  # not the command's 60 s
+    assert seen == ["one"]
+    assert not _alive(int(pid_file.read_text()))

@@ -41,6 +41,8 @@ MAX_LINE: Final = 1 << 16
 """The longest piece of a line read at once (64 KiB); a longer line comes in pieces."""
 QUEUED_LINES: Final = 1024
 """Lines read ahead of the consumer at most."""
+EXIT_SECONDS: Final = 5.0
+"""How long a following command whose output has ended is waited for to exit."""
 _END: Final = object()
 _STDERR_LINES: Final = 20
 
@@ -109,7 +111,7 @@ def fetch_lines(command: list[str], *, seconds: float) -> Iterator[str]:
             except queue.Empty:
                 raise unanswered(seconds, "reading the run's logs") from None
             if item is _END:
-                stream.end()
+                stream.end(seconds=give_up - time.monotonic(), total=seconds)
                 return
             assert isinstance(item, str)
             yield item
@@ -146,13 +148,21 @@ class _Stream:
         """The next line, or the end (``_END``); :class:`queue.Empty` after ``timeout``."""
         return self._lines.get(timeout=max(0.0, timeout))
 
-    def end(self) -> None:
-        """The stream has ended: wait for the command.
+    def end(self, *, seconds: float, total: float) -> None:
+        """The stream has ended: wait at most ``seconds`` for the command to exit (a command that
+        closed its output may still hang; :meth:`stop` then ends it).
+
+        Args:
+            seconds: How long it may take from now.
+            total: The deadline the error names (the whole read's, where ``seconds`` is its rest).
 
         Raises:
-            ProviderError: If it failed (its last line said).
+            ProviderError: If it failed (its last line said), or did not exit in time.
         """
-        code = self._process.wait()
+        try:
+            code = self._process.wait(timeout=max(0.0, seconds))
+        except subprocess.TimeoutExpired:
+            raise unanswered(total, "reading the run's logs") from None
         self._errors.join(timeout=2.0)
         if code != 0:
             raise _failure(code, "\n".join(self._tail))
@@ -252,7 +262,7 @@ def follow_lines(
                 continue
             if item is _END:
                 if final_at is None:
-                    stream.end()
+                    stream.end(seconds=EXIT_SECONDS, total=EXIT_SECONDS)
                 return
             assert isinstance(item, str)
             heard_at = time.monotonic()

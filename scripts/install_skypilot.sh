@@ -28,10 +28,12 @@ if installed; then
   echo "skypilot $version: ready in $home"
   exit 0
 fi
-# A half-made tool (an install killed midway) fails the check above and is made again.
+# A half-made tool (an install killed midway) fails the check above and is made again. It is
+# compiled to bytecode now, once: cold, `import sky` costs 4-6 CPU s more, and the API server's
+# test starts seven interpreters at once that would each compile it.
 rm -rf "$home/tools" "$home/bin"
 if ! UV_TOOL_DIR="$home/tools" UV_TOOL_BIN_DIR="$home/bin" \
-  uv tool install --quiet --force "skypilot==$version"; then
+  uv tool install --quiet --force --compile-bytecode "skypilot==$version"; then
   echo "skypilot $version: uv tool install failed" >&2
   exit 1
 fi

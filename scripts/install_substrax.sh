@@ -42,5 +42,7 @@ mkdir -p "$base"
 rm -rf "$env_dir"
 export UV_PYTHON_DOWNLOADS=never
 uv venv --quiet --python "$interpreter" "$env_dir"
-uv pip install --quiet --python "$env_dir/bin/python" "substrax==$version"
+# Compiled now, once: otherwise the first test processes to import substrax (several at once,
+# in parallel workers) each compile it from source.
+uv pip install --quiet --compile-bytecode --python "$env_dir/bin/python" "substrax==$version"
 echo "substrax $version: installed in $env_dir"

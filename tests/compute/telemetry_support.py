@@ -16,11 +16,17 @@ from x_tui.compute.worker_bundle import write_worker_zipapp
 def run_worker(
     tmp_path: Path, code: str, *, path: str, extra: tuple[str, ...] = ()
 ) -> tuple[subprocess.CompletedProcess[str], Path]:
-    """Run the worker zipapp on one ``python -c code`` task; its result and outputs."""
+    """Run the worker zipapp on one ``python -c code`` task; its result and outputs.
+
+    The task runs this interpreter by its path: a ``python`` found on ``PATH`` may be a launcher
+    (pyenv's shim runs shell helpers before the interpreter), whose helpers a sample would count
+    among the run's processes."""
     spec = JobSpec(
         name="job",
         tasks=(
-            Task(name="train", argv=("python", "-c", textwrap.dedent(code)), timeout_seconds=60),
+            Task(
+                name="train", argv=(sys.executable, "-c", textwrap.dedent(code)), timeout_seconds=60
+            ),
         ),
         timeout_seconds=60,
     )

@@ -11,18 +11,28 @@ takes the ``.pyc`` when the Python running the worker has this one's magic numbe
 over it to the source otherwise, so the same archive still runs on any Python 3.10+. The zipapp
 the remote backends ship holds source only: its bytes, and so its digest, are the same whatever
 Python built it.
+
+Compiling the modules takes about 50 ms, which every ``x-tui run`` and every app's first local
+submit would pay: :func:`cached_worker_zipapp` keeps the compiled archive in a directory of
+x-tui's state between processes, named by the sources and this interpreter.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import importlib.util
 import io
 import marshal
+import os
+import tempfile
+import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
+
+from x_tui.compute.worker.record_files import UnreadableRecordError, read_regular_file
 
 WORKER_NAME = "worker.pyz"
 """The file name the worker zipapp is given beside a staged run."""
@@ -93,6 +103,77 @@ def worker_zipapp_bytes(*, compiled: bool = False) -> bytes:
     return b"#!/usr/bin/env python3\n" + buffer.getvalue()
 
 
+CACHE_LIMIT = 16 * 1024 * 1024
+"""The largest cached archive read (the archive is about 200 KB)."""
+
+_CACHE_PREFIX = "worker-"
+
+_PARTIAL_SECONDS = 600.0
+"""How old a partial cache file must be to be taken for one a killed process left."""
+
+
+def _cache_key() -> str:
+    """A hash of the shipped sources, their names and this interpreter's bytecode version."""
+    digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
+    for module in _modules():
+        digest.update(module.relative_to(_PACKAGE).as_posix().encode() + b"\0")
+        source = module.read_bytes()
+        digest.update(len(source).to_bytes(8, "little") + source)
+    return digest.hexdigest()[:24]
+
+
+def cached_worker_zipapp(cache_dir: Path) -> bytes:
+    """The zipapp with this interpreter's bytecode (``worker_zipapp_bytes(compiled=True)``),
+    kept in ``cache_dir`` between processes.
+
+    The file is named by a hash of the sources and this interpreter's magic number, and holds
+    the archive's own SHA-256 before it. A file that is missing, not a regular file, too large,
+    short or damaged is not used: the archive is built and the file written again (through a
+    partial file and a rename), replacing any of other sources. A directory that cannot be read
+    or written costs only the build.
+
+    Args:
+        cache_dir: Where the archive is kept (made when missing).
+
+    Returns:
+        The archive's bytes.
+    """
+    path = cache_dir / f"{_CACHE_PREFIX}{_cache_key()}.pyz"
+    try:
+        kept = read_regular_file(path, max_bytes=CACHE_LIMIT)
+    except (OSError, UnreadableRecordError):
+        kept = b""
+    digest, archive = kept[:32], kept[32:]
+    if archive and hashlib.sha256(archive).digest() == digest:
+        return archive
+    archive = worker_zipapp_bytes(compiled=True)
+    with contextlib.suppress(OSError):  # no cache: the next process builds it again
+        _keep(path, hashlib.sha256(archive).digest() + archive)
+    return archive
+
+
+def _keep(path: Path, data: bytes) -> None:
+    """Write ``path`` through a partial file and a rename; remove the archives of other sources
+    and the partial files of writers killed midway."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(descriptor, "wb") as file:
+            file.write(data)
+        os.replace(partial, path)
+    except BaseException:
+        Path(partial).unlink(missing_ok=True)
+        raise
+    for other in path.parent.glob(f"{_CACHE_PREFIX}*.pyz"):
+        if other.name != path.name:
+            other.unlink(missing_ok=True)
+    stale = time.time() - _PARTIAL_SECONDS  # a writer killed midway; a live one's is younger
+    for partial_left in path.parent.glob(f".{_CACHE_PREFIX}*"):
+        with contextlib.suppress(OSError):
+            if partial_left.lstat().st_mtime < stale:
+                partial_left.unlink()
+
+
 def worker_digest() -> str:
     """A short content hash of the zipapp, for image layers and caches keyed on it."""
     return hashlib.sha256(worker_zipapp_bytes()).hexdigest()[:16]
@@ -103,6 +184,7 @@ def write_worker_zipapp(
     name: str = WORKER_NAME,
     *,
     compiled: bool = False,
+    cache_dir: Path | None = None,
     step: Callable[[str], None] | None = None,
 ) -> Path:
     """Write the worker zipapp into ``directory``, atomically (a partial file, then a rename).
@@ -112,6 +194,8 @@ def write_worker_zipapp(
         name: Its file name.
         compiled: Whether it holds this interpreter's bytecode too (for a worker started on
             this machine; see the module documentation).
+        cache_dir: With ``compiled``, where the compiled archive is kept between processes
+            (:func:`cached_worker_zipapp`).
         step: Called after each step (see ``records.write_atomic``).
 
     Returns:
@@ -120,7 +204,10 @@ def write_worker_zipapp(
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / name
     partial = directory / f".{name}.partial"
-    partial.write_bytes(worker_zipapp_bytes(compiled=compiled))
+    if compiled and cache_dir is not None:
+        partial.write_bytes(cached_worker_zipapp(cache_dir))
+    else:
+        partial.write_bytes(worker_zipapp_bytes(compiled=compiled))
     if step is not None:
         step(f"{name}: partial file written")
     partial.chmod(0o755)

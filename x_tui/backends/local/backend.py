@@ -245,7 +245,12 @@ class LocalBackend:
         refuse_platform_secrets(extensions)
         run = new_run(spec, project, settings=self.settings.table(), launch=launch)
         run_dir = stage_run(self.runs, run)
-        write_worker_zipapp(run_dir, compiled=True, step=run.step)
+        write_worker_zipapp(
+            run_dir,
+            compiled=True,
+            cache_dir=self.runs.parent.parent / "x-tui" / "worker",
+            step=run.step,
+        )
         table = extensions.retries.worker_table([task.name for task in spec.tasks])
         retries = write_retries_file(run_dir, table, step=run.step)
         interpreter = default_interpreter(run.project, self.settings.python)

@@ -1,0 +1,124 @@
+"""A local run's compiled zipapp is kept between processes, and a kept file is used only when whole.
+
+Compiling the worker's modules takes about 50 ms; ``cached_worker_zipapp`` keeps the result in
+x-tui's state directory, named by the sources and this interpreter, with its own SHA-256 before it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from x_tui.compute import worker_bundle
+from x_tui.compute.worker_bundle import cached_worker_zipapp, worker_zipapp_bytes
+
+COMPILED = worker_zipapp_bytes(compiled=True)
+
+
+def _kept(cache: Path) -> list[Path]:
+    return sorted(cache.glob("worker-*.pyz"))
+
+
+def _no_build(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(*, compiled: bool = False) -> bytes:
+        raise AssertionError(f"built again (compiled={compiled})")
+
+    monkeypatch.setattr(worker_bundle, "worker_zipapp_bytes", refuse)
+
+
+def test_the_compiled_zipapp_is_built_once_then_read_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    assert cached_worker_zipapp(cache) == COMPILED
+    (kept,) = _kept(cache)
+    _no_build(monkeypatch)
+    assert cached_worker_zipapp(cache) == COMPILED
+    assert _kept(cache) == [kept]
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["flipped byte", "truncated", "empty", "digest only", "a directory", "a link", "too large"],
+)
+def test_a_damaged_or_foreign_cache_file_is_never_used_and_is_replaced(
+    tmp_path: Path, damage: str
+) -> None:
+    cache = tmp_path / "cache"
+    cached_worker_zipapp(cache)
+    (kept,) = _kept(cache)
+    data = kept.read_bytes()
+    if damage == "flipped byte":
+        kept.write_bytes(data[:5000] + bytes([data[5000] ^ 1]) + data[5001:])
+    elif damage == "truncated":
+        kept.write_bytes(data[: len(data) // 2])
+    elif damage == "empty":
+        kept.write_bytes(b"")
+    elif damage == "digest only":
+        kept.write_bytes(data[:32])
+    elif damage == "a directory":
+        kept.unlink()
+        kept.mkdir()
+    elif damage == "a link":  # to a whole archive, yet not the cache's own file
+        elsewhere = tmp_path / "elsewhere.pyz"
+        kept.rename(elsewhere)
+        kept.symlink_to(elsewhere)
+    else:
+        with kept.open("ab") as file:
+            file.truncate(worker_bundle.CACHE_LIMIT + 1)
+
+    assert cached_worker_zipapp(cache) == COMPILED
+    if damage != "a directory":  # a directory in its place is left, and the archive built
+        assert kept.is_file()
+        assert not kept.is_symlink()
+        assert kept.read_bytes() == data
+
+
+def test_a_cache_that_cannot_be_written_costs_only_the_build(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a directory")
+    assert cached_worker_zipapp(blocked / "cache") == COMPILED
+    assert blocked.read_text() == "not a directory"
+
+
+def test_changed_sources_get_a_file_of_their_own_and_the_old_one_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    cached_worker_zipapp(cache)
+    (old,) = _kept(cache)
+    package = tmp_path / "x_tui"
+    shutil.copytree(worker_bundle._PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
+    edited = package / "compute" / "worker" / "main.py"
+    edited.write_text(edited.read_text() + "\n# edited\n")
+    monkeypatch.setattr(worker_bundle, "_PACKAGE", package)
+    monkeypatch.setattr(worker_bundle, "_SHIPPED", package / "compute" / "worker")
+    worker_bundle.worker_zipapp_bytes.cache_clear()
+    try:
+        built = cached_worker_zipapp(cache)
+    finally:
+        worker_bundle.worker_zipapp_bytes.cache_clear()
+    (new,) = _kept(cache)
+    assert new != old
+    archive = zipfile.ZipFile(io.BytesIO(built[built.index(b"PK") :]))
+    assert archive.read("x_tui/compute/worker/main.py").endswith(b"# edited\n")
+
+
+def test_a_partial_file_a_killed_writer_left_is_removed_by_the_next_write(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    left = cache / ".worker-0123.pyz.abcd"
+    left.write_bytes(b"half an archive")
+    old = time.time() - 3600
+    os.utime(left, (old, old))
+    young = cache / ".worker-0123.pyz.efgh"  # a live writer's, being written now
+    young.write_bytes(b"being written")
+    assert cached_worker_zipapp(cache) == COMPILED
+    assert not left.exists()
+    assert young.exists()

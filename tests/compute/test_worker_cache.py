@@ -18,7 +18,11 @@ import pytest
 from x_tui.compute import worker_bundle
 from x_tui.compute.worker_bundle import cached_worker_zipapp, worker_zipapp_bytes
 
-COMPILED = worker_zipapp_bytes(compiled=True)
+
+def compiled() -> bytes:
+    """The compiled archive this process built (marshal's bytes vary from one build to the next,
+    so the comparison is with this process's own build, which is kept)."""
+    return worker_zipapp_bytes(compiled=True)
 
 
 def _kept(cache: Path) -> list[Path]:
@@ -36,10 +40,10 @@ def test_the_compiled_zipapp_is_built_once_then_read_from_the_cache(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     cache = tmp_path / "cache"
-    assert cached_worker_zipapp(cache) == COMPILED
+    assert cached_worker_zipapp(cache) == compiled()
     (kept,) = _kept(cache)
     _no_build(monkeypatch)
-    assert cached_worker_zipapp(cache) == COMPILED
+    assert cached_worker_zipapp(cache) == compiled()
     assert _kept(cache) == [kept]
 
 
@@ -73,7 +77,7 @@ def test_a_damaged_or_foreign_cache_file_is_never_used_and_is_replaced(
         with kept.open("ab") as file:
             file.truncate(worker_bundle.CACHE_LIMIT + 1)
 
-    assert cached_worker_zipapp(cache) == COMPILED
+    assert cached_worker_zipapp(cache) == compiled()
     if damage != "a directory":  # a directory in its place is left, and the archive built
         assert kept.is_file()
         assert not kept.is_symlink()
@@ -83,7 +87,7 @@ def test_a_damaged_or_foreign_cache_file_is_never_used_and_is_replaced(
 def test_a_cache_that_cannot_be_written_costs_only_the_build(tmp_path: Path) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a directory")
-    assert cached_worker_zipapp(blocked / "cache") == COMPILED
+    assert cached_worker_zipapp(blocked / "cache") == compiled()
     assert blocked.read_text() == "not a directory"
 
 
@@ -119,6 +123,6 @@ def test_a_partial_file_a_killed_writer_left_is_removed_by_the_next_write(tmp_pa
     os.utime(left, (old, old))
     young = cache / ".worker-0123.pyz.efgh"  # a live writer's, being written now
     young.write_bytes(b"being written")
-    assert cached_worker_zipapp(cache) == COMPILED
+    assert cached_worker_zipapp(cache) == compiled()
     assert not left.exists()
     assert young.exists()

@@ -91,27 +91,48 @@ def test_a_cache_that_cannot_be_written_costs_only_the_build(tmp_path: Path) -> 
     assert blocked.read_text() == "not a directory"
 
 
-def test_changed_sources_get_a_file_of_their_own_and_the_old_one_goes(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cache = tmp_path / "cache"
-    cached_worker_zipapp(cache)
-    (old,) = _kept(cache)
+def _edit_the_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ship a copy of x-tui whose worker ``main.py`` ends in ``# edited``."""
     package = tmp_path / "x_tui"
     shutil.copytree(worker_bundle._PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
     edited = package / "compute" / "worker" / "main.py"
     edited.write_text(edited.read_text() + "\n# edited\n")
     monkeypatch.setattr(worker_bundle, "_PACKAGE", package)
     monkeypatch.setattr(worker_bundle, "_SHIPPED", package / "compute" / "worker")
+
+
+def _forget_builds() -> None:
     worker_bundle.worker_zipapp_bytes.cache_clear()
+    worker_bundle._cache_key.cache_clear()
+
+
+def test_changed_sources_get_a_file_of_their_own_and_the_old_one_goes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "cache"
+    cached_worker_zipapp(cache)
+    (old,) = _kept(cache)
+    _edit_the_sources(tmp_path, monkeypatch)
+    _forget_builds()  # a new process, on the edited sources
     try:
         built = cached_worker_zipapp(cache)
     finally:
-        worker_bundle.worker_zipapp_bytes.cache_clear()
+        _forget_builds()
     (new,) = _kept(cache)
     assert new != old
     archive = zipfile.ZipFile(io.BytesIO(built[built.index(b"PK") :]))
     assert archive.read("x_tui/compute/worker/main.py").endswith(b"# edited\n")
+
+
+def test_sources_edited_while_a_process_runs_never_get_its_earlier_build(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cached_worker_zipapp(tmp_path / "before")
+    (before,) = _kept(tmp_path / "before")
+    _edit_the_sources(tmp_path, monkeypatch)  # this process keeps its build, and its name
+    assert cached_worker_zipapp(tmp_path / "after") == compiled()
+    (after,) = _kept(tmp_path / "after")
+    assert after.name == before.name
 
 
 def test_a_partial_file_a_killed_writer_left_is_removed_by_the_next_write(tmp_path: Path) -> None:

@@ -112,8 +112,13 @@ _PARTIAL_SECONDS = 600.0
 """How old a partial cache file must be to be taken for one a killed process left."""
 
 
+@functools.cache
 def _cache_key() -> str:
-    """A hash of the shipped sources, their names and this interpreter's bytecode version."""
+    """A hash of the shipped sources, their names and this interpreter's bytecode version.
+
+    Taken once per process, as :func:`worker_zipapp_bytes` builds once: a worker module edited
+    while an app runs must not have that app's earlier build kept under the edited sources'
+    name, where the next process would take it for theirs."""
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
     for module in _modules():
         digest.update(module.relative_to(_PACKAGE).as_posix().encode() + b"\0")

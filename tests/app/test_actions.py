@@ -6,7 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from textual.app import App
 from textual.binding import Binding
+from textual.widgets._footer import FooterKey
 
 from tests.support import asynchronous, wait_until
 from x_tui.app.actions import RUN_ACTIONS
@@ -29,6 +31,24 @@ from .screens_support import (
     submitted,
     write_project,
 )
+
+
+def footer_key(app: App[object], key: str) -> FooterKey | None:
+    """The footer's key ``key`` on the current screen, if the footer shows it."""
+    shown = [widget for widget in app.screen.query(FooterKey) if widget.key == key]
+    return shown[0] if shown else None
+
+
+def dimmed(app: App[object], key: str) -> bool:
+    """Whether the footer shows ``key`` dimmed (disabled), with a reason as its tooltip."""
+    widget = footer_key(app, key)
+    return widget is not None and widget.has_class("-disabled") and bool(widget.tooltip)
+
+
+def offered(app: App[object], key: str) -> bool:
+    """Whether the footer shows ``key`` and it can be used."""
+    widget = footer_key(app, key)
+    return widget is not None and not widget.has_class("-disabled")
 
 
 @pytest.fixture
@@ -220,6 +240,12 @@ async def test_c_on_a_run_that_already_ended_asks_nothing_and_says_so(state_dir:
             pilot, lambda: app.monitor.state_of(handle.run_id) is RunState.FAILED, "its state"
         )
         await app.push_screen(RunScreen(handle, clock=lambda: NOW))
+        await wait_until(pilot, lambda: dimmed(app, "c"), "c dimmed in the footer")
+        key = footer_key(app, "c")
+        assert key is not None
+        assert "Only for a run still going" in str(key.tooltip)
+        assert offered(app, "r")
+        assert offered(app, "f")
         await pilot.press("c")
         await wait_until(
             pilot,
@@ -248,6 +274,9 @@ async def test_the_main_screens_runs_table_cancels_the_highlighted_run(
             "the running run in the table",
         )
         main.runs.focus()
+        await wait_until(
+            pilot, lambda: offered(app, "c") and dimmed(app, "d"), "c offered and d dimmed"
+        )
         await pilot.press("y")
         await wait_until(pilot, lambda: app.clipboard == handle.run_id, "the clipboard")
         await pilot.press("c")
@@ -259,6 +288,10 @@ async def test_the_main_screens_runs_table_cancels_the_highlighted_run(
             "the run to stop",
         )
         assert isinstance(app.screen, MainScreen)
+        # The highlighted run has ended: cancelling is over, deleting is offered.
+        await wait_until(
+            pilot, lambda: dimmed(app, "c") and offered(app, "d"), "c dimmed and d offered"
+        )
 
 
 @asynchronous

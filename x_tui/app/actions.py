@@ -3,10 +3,12 @@
 One :class:`RunAction` holds what every part of the UI needs of an action: its name, key and
 key id (for ``[keys]`` in the settings), the footer and help label, the palette's text, the
 handler for a run and the one for a sweep's row, the headless ``x-tui`` command it corresponds to,
-the screens that offer it and whether the read-only web view allows it. The screens' ``BINDINGS``
-(:func:`run_action_bindings`), the footer and the ``?`` help (both read the bindings), the command
-palette (:mod:`x_tui.app.commands`), the sweep rows' dispatch, the command lines (``x``) and the
-README's key table (:mod:`x_tui.app.key_ids`) all come from it.
+the screens that offer it, whether the read-only web view allows it and the runs it applies to
+(``c`` only to a run still going, ``d`` only to one that ended: on another run the footer dims
+its key and gives the reason). The screens' ``BINDINGS`` (:func:`run_action_bindings`), the
+footer and the ``?`` help (both read the bindings), the command palette
+(:mod:`x_tui.app.commands`), the sweep rows' dispatch, the command lines (``x``) and the README's
+key table (:mod:`x_tui.app.key_ids`) all come from it.
 
 Adding an action is one entry in :data:`RUN_ACTIONS` and one handler, a function of the screen
 it was started from and the run's handle. Handlers live in modules of their own, loaded on the
@@ -29,8 +31,9 @@ from textual.binding import ActiveBinding, Binding
 from textual.screen import Screen
 
 from x_tui.app import command_lines
-from x_tui.app.app_context import notify
+from x_tui.app.app_context import monitor_of, notify
 from x_tui.app.footer_keys import focused_first
+from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle
 from x_tui.compute.sweeps import Sweep
 
@@ -44,6 +47,14 @@ Where = Literal["main", "run"]
 """A screen that offers run actions: the main screen's runs pane, or the run screen."""
 
 BOTH: frozenset[Where] = frozenset({"main", "run"})
+
+AppliesTo = Literal["any", "going", "ended"]
+"""The runs an action applies to: any run, a run still going, or a run that has ended."""
+
+_NOT_APPLICABLE: Mapping[AppliesTo, str] = {
+    "going": "Only for a run still going (this one has ended)",
+    "ended": "Only for a run that has ended (this one is still going)",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -65,6 +76,8 @@ class RunAction:
         where: The screens that offer it.
         show: Whether the footer shows its key (the help always does).
         read_only: Whether the read-only web view allows it (it changes nothing, starts nothing).
+        applies_to: The runs it applies to. On any other run its key is shown dimmed, with the
+            reason as its tooltip, and pressing it says why (its handler checks again).
     """
 
     name: str
@@ -81,12 +94,27 @@ class RunAction:
     where: frozenset[Where] = BOTH
     show: bool = True
     read_only: bool = False
+    applies_to: AppliesTo = "any"
+
+    @property
+    def binding_action(self) -> str:
+        """The action string its key binding runs."""
+        return f"run_action({self.name!r})"
 
     def binding(self) -> Binding:
         """The key binding that runs this action on a :class:`RunActionScreen`."""
-        return Binding(
-            self.key, f"run_action({self.name!r})", self.label, show=self.show, id=self.key_id
-        )
+        return Binding(self.key, self.binding_action, self.label, show=self.show, id=self.key_id)
+
+    def not_applicable(self, state: RunState | None) -> str | None:
+        """Why it does not apply to a run in ``state``; ``None`` when it does.
+
+        A run whose state is not known yet (``None``) is offered every action.
+        """
+        if state is None or self.applies_to == "any":
+            return None
+        if state.is_final == (self.applies_to == "ended"):
+            return None
+        return _NOT_APPLICABLE[self.applies_to]
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +182,7 @@ RUN_ACTIONS: Mapping[str, RunAction] = {
             sweep_palette="Cancel sweep",
             palette_help="Stop the run's tasks (asks first)",
             command=command_lines.cancel_command,
+            applies_to="going",
         ),
         RunAction(
             name="fetch",
@@ -201,6 +230,7 @@ RUN_ACTIONS: Mapping[str, RunAction] = {
             palette_help="Remove the ended run's record and local files (asks first)",
             command=command_lines.delete_command,
             where=frozenset({"main"}),
+            applies_to="ended",
         ),
         RunAction(
             name="shell",
@@ -229,6 +259,10 @@ RUN_ACTIONS: Mapping[str, RunAction] = {
     )
 }
 """Every run action, by name, in the order the footer, the help and the palette list them."""
+
+_BY_BINDING_ACTION: Mapping[str, RunAction] = {
+    action.binding_action: action for action in RUN_ACTIONS.values()
+}
 
 
 def run_action_bindings(where: Where) -> list[Binding]:
@@ -280,8 +314,30 @@ class RunActionScreen(Screen[None]):
     @property
     def active_bindings(self) -> dict[str, ActiveBinding]:
         """The active bindings in footer order: help, the focused widget's (a log view's, the
-        runs table's), then the screen's run actions (see ``x_tui.app.footer_keys``)."""
-        return focused_first(self, super().active_bindings)
+        runs table's), then the screen's run actions (see ``x_tui.app.footer_keys``).
+
+        A run action that does not apply to the selected run (``c`` on a run that ended) is
+        marked disabled, so the footer dims it, with the reason as its tooltip. It stays bound:
+        pressing it runs its handler, which says why it does nothing.
+        """
+        bindings = focused_first(self, super().active_bindings)
+        state = self.selected_state()
+        if state is None:
+            return bindings
+        for key, active in bindings.items():
+            action = _BY_BINDING_ACTION.get(active.binding.action)
+            reason = action.not_applicable(state) if action is not None else None
+            if reason is not None and active.enabled:
+                bindings[key] = active._replace(enabled=False, tooltip=reason)
+        return bindings
+
+    def selected_state(self) -> RunState | None:
+        """The selected run's state, when one run is selected and it is known (the monitor's)."""
+        monitor = monitor_of(self.app)
+        if monitor is None or self.selected_sweep() is not None:
+            return None
+        handle = self.selected_run()
+        return monitor.state_of(handle.run_id) if handle is not None else None
 
     def action_run_action(self, name: str) -> None:
         """Run the action ``name`` on the selected sweep's row or run."""

@@ -26,6 +26,7 @@ from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.content import Content
 from textual.message import Message
+from textual.reactive import var
 from textual.widgets import TabbedContent, TabPane
 
 from x_tui.app.actions import RunActionScreen, run_action_bindings
@@ -127,6 +128,9 @@ class RunScreen(RunActionScreen):
         Binding("right_square_bracket", "switch_tab(1)", "Next tab", id="run.next_tab"),
     ]
 
+    state: var[RunState | None] = var(None)
+    """The run's state: the monitor's, else what its files said; ``None`` until known."""
+
     def __init__(
         self,
         handle: RunHandle,
@@ -152,7 +156,6 @@ class RunScreen(RunActionScreen):
         self._reopen_place = log_place
         self.follow = follow
         self.clock = clock
-        self.state: RunState | None = None
         self.ended_at: dt.datetime | None = None
         self.spec: JobSpec | None = None
         self.snapshot: RunSnapshot | None = None
@@ -218,6 +221,14 @@ class RunScreen(RunActionScreen):
     def selected_run(self) -> RunHandle:
         """This screen's run, for the run actions."""
         return self.handle
+
+    def selected_state(self) -> RunState | None:
+        """This run's state, for which run actions apply."""
+        return self.state
+
+    def watch_state(self) -> None:
+        """Dim the keys of the actions the run's new state leaves out (``c`` once it ended)."""
+        self.refresh_bindings()
 
     # Loading ----------------------------------------------------------------------------------
 

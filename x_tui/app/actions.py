@@ -299,6 +299,9 @@ class RunActionScreen(Screen[None]):
     WHERE: Where = "run"
     """Which screen's actions this screen offers."""
 
+    _dimmed_actions: frozenset[str] = frozenset()
+    """The run actions whose keys were last shown dimmed (see :meth:`refresh_run_actions`)."""
+
     def selected_run(self) -> RunHandle | None:
         """The run the actions apply to; ``None`` when no run is selected."""
         return None
@@ -330,6 +333,17 @@ class RunActionScreen(Screen[None]):
             if reason is not None and active.enabled:
                 bindings[key] = active._replace(enabled=False, tooltip=reason)
         return bindings
+
+    def refresh_run_actions(self) -> None:
+        """Refresh the keys if the selected run changed which run actions apply (its state or
+        another run selected); most changes of selection or state leave them as they were."""
+        state = self.selected_state()
+        dimmed = frozenset(
+            name for name, action in RUN_ACTIONS.items() if action.not_applicable(state)
+        )
+        if dimmed != self._dimmed_actions:
+            self._dimmed_actions = dimmed
+            self.refresh_bindings()
 
     def selected_state(self) -> RunState | None:
         """The selected run's state, when one run is selected and it is known (the monitor's)."""

@@ -346,7 +346,7 @@ class MainScreen(RunActionScreen):
         self.query_one("#run-detail", Static).update(
             self.runs.describe(self.runs.highlighted_key())
         )
-        self.refresh_bindings()  # the run actions that apply to it (keys shown dimmed)
+        self.refresh_run_actions()
 
     def _title_runs(self) -> None:
         table = self.runs

@@ -228,7 +228,7 @@ class RunScreen(RunActionScreen):
 
     def watch_state(self) -> None:
         """Dim the keys of the actions the run's new state leaves out (``c`` once it ended)."""
-        self.refresh_bindings()
+        self.refresh_run_actions()
 
     # Loading ----------------------------------------------------------------------------------
 

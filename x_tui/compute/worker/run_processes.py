@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import os
 import re
-import secrets
 import signal
 import stat
 import sys
@@ -50,8 +49,12 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 
 
 def new_marker(run_id: str) -> str:
-    """A fresh marker for run ``run_id``: its id and a random nonce."""
-    return f"{run_id}:{secrets.token_hex(16)}"
+    """A fresh marker for run ``run_id``: its id and a random nonce.
+
+    The nonce is 16 bytes of ``os.urandom``, as ``secrets.token_hex(16)`` gives, without importing
+    ``secrets`` (``hmac``, ``hashlib``, ``random``, ``base64``): about 6 ms of each worker's start.
+    """
+    return f"{run_id}:{os.urandom(16).hex()}"
 
 
 def write_marker(run_dir: Path, marker: str) -> None:

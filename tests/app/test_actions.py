@@ -12,6 +12,7 @@ from textual.widgets._footer import FooterKey
 
 from tests.support import asynchronous, wait_until
 from x_tui.app.actions import RUN_ACTIONS
+from x_tui.app.commands import run_commands
 from x_tui.app.confirm_screen import ConfirmScreen
 from x_tui.app.help_screen import HelpScreen
 from x_tui.app.main_screen import MainScreen
@@ -172,7 +173,14 @@ async def test_the_command_palette_offers_the_runs_actions(state_dir: Path) -> N
     handle = finished_run(state_dir, tasks=[("train", TaskStatus.SUCCEEDED, 0, 1.0, ())])
     app = make_app(None, poll=False)
     async with app.run_test(size=(100, 30)) as pilot:
-        await app.push_screen(RunScreen(handle, clock=lambda: NOW))
+        screen = RunScreen(handle, clock=lambda: NOW)
+        await app.push_screen(screen)
+        await wait_until(pilot, lambda: screen.state is RunState.SUCCEEDED, "its state")
+        titles = [command.title for command in run_commands(screen)]
+        # The run has ended: no "Cancel" among the actions the palette offers on it.
+        assert f"Re-run {handle.run_id}" in titles
+        assert f"Fetch {handle.run_id}" in titles
+        assert f"Cancel {handle.run_id}" not in titles
         await pilot.press("ctrl+p")
         await pilot.press(*"copy id")
         await wait_until(

@@ -85,12 +85,18 @@ def run_commands(screen: Screen[object]) -> Iterator[Command]:
 
 
 def _run_action_commands(screen: RunActionScreen) -> Iterator[Command]:
-    """The actions ``screen`` offers that have palette text, on its selected run, if it has one."""
+    """The actions ``screen`` offers that have palette text, on its selected run, if it has one;
+    not those that do not apply to it (cancelling a run that ended)."""
     handle = screen.selected_run()
     if handle is None:
         return
+    state = screen.selected_state()
     for action in RUN_ACTIONS.values():
-        if action.palette is not None and screen.offers(action):
+        if (
+            action.palette is not None
+            and screen.offers(action)
+            and action.not_applicable(state) is None
+        ):
             yield Command(
                 f"{action.palette} {handle.run_id}",
                 partial(run_on_run, screen, action, handle),

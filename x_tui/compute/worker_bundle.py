@@ -111,6 +111,11 @@ _CACHE_PREFIX = "worker-"
 _PARTIAL_SECONDS = 600.0
 """How old a partial cache file must be to be taken for one a killed process left."""
 
+_OTHER_SOURCES_SECONDS = 7 * 24 * 3600.0
+"""How old the archive of other sources (or another Python) must be to be removed: two Pythons
+or two installed versions sharing a state directory each keep theirs, and rebuild it at most
+once a week, rather than each removing the other's at every write."""
+
 
 @functools.cache
 def _cache_key() -> str:
@@ -135,7 +140,8 @@ def cached_worker_zipapp(cache_dir: Path) -> bytes:
     the archive's own SHA-256 before it. A file that is missing, not a regular file, too large,
     short or damaged is not used: the archive is built and the file written again (through a
     partial file and a rename), replacing any of other sources. A directory that cannot be read
-    or written costs only the build.
+    or written costs only the build. Archives of other sources, or of another Python, are
+    removed by a write once they are a week old.
 
     Args:
         cache_dir: Where the archive is kept (made when missing).
@@ -159,7 +165,7 @@ def cached_worker_zipapp(cache_dir: Path) -> bytes:
 
 def _keep(path: Path, data: bytes) -> None:
     """Write ``path`` through a partial file and a rename; remove the archives of other sources
-    and the partial files of writers killed midway."""
+    written over a week ago and the partial files of writers killed midway."""
     path.parent.mkdir(parents=True, exist_ok=True)
     descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
@@ -169,10 +175,12 @@ def _keep(path: Path, data: bytes) -> None:
     except BaseException:
         Path(partial).unlink(missing_ok=True)
         raise
+    now = time.time()
     for other in path.parent.glob(f"{_CACHE_PREFIX}*.pyz"):
-        if other.name != path.name:
-            other.unlink(missing_ok=True)
-    stale = time.time() - _PARTIAL_SECONDS  # a writer killed midway; a live one's is younger
+        with contextlib.suppress(OSError):
+            if other.name != path.name and other.lstat().st_mtime < now - _OTHER_SOURCES_SECONDS:
+                other.unlink()
+    stale = now - _PARTIAL_SECONDS  # a writer killed midway; a live one's is younger
     for partial_left in path.parent.glob(f".{_CACHE_PREFIX}*"):
         with contextlib.suppress(OSError):
             if partial_left.lstat().st_mtime < stale:

@@ -108,7 +108,7 @@ def test_the_newest_runs_and_how_they_ended_are_posted_before_the_store_is_read(
     ended = {run: (RunState.SUCCEEDED, 5.0) for run in newest_first}
     write_final_states(state_dir / "x-tui" / "final-states.json", ended)
     looked: list[object] = []
-    for name in ("listing_names", "read_handle_record"):  # the newest files, without a head
+    for name in ("newest_names", "read_handle_record"):  # the newest files, without a head
         real = getattr(run_follower, name)
         monkeypatch.setattr(
             run_follower, name, lambda *args, real=real: looked.append(args) or real(*args)

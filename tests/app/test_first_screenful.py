@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from tests.support import DEADLINE, asynchronous, wait_for, wait_until
-from x_tui.app import run_follower
+from x_tui.app import run_follower, run_records
 from x_tui.app.app import XTuiApp
 from x_tui.app.final_states import read_recent_final_states, write_final_states
 from x_tui.app.run_follower import RunFollower
@@ -334,3 +334,25 @@ def test_the_launch_records_of_a_store_its_head_holds_whole_are_read_at_once(
         wait_for(lambda: reads, "the launch records read without being told")
     finally:
         follower.stop()
+
+
+def test_the_newest_names_are_the_listings_first_ones_without_sorting_them_all(
+    tmp_path: Path,
+) -> None:
+    runs = tmp_path / "runs"
+    runs.mkdir()
+    # Runs of two jobs in one second (ties keep the listing's order), a name that is not a run
+    # id (last), a dot-named partial write and another file (left out).
+    names = [f"{run_id(index)}.json" for index in (3, 1, 7, 5)]
+    names += ["eval-20260919T120100Z-00000a.json", "train-20260919T120100Z-00000b.json"]
+    names += ["notes.json", ".train-20260919T121500Z-00000f.json.tmp", "README"]
+    for name in names:
+        (runs / name).write_text("{}", encoding="utf-8")
+    listed = run_records.listing_names(runs)
+    assert len(listed) == 7
+    assert listed[-1] == "notes.json"
+    for count in (0, 1, 3, 7, 20):
+        newest, total = run_records.newest_names(runs, count)
+        assert newest == listed[:count]
+        assert total == 7
+    assert run_records.newest_names(tmp_path / "missing", 5) == ([], 0)

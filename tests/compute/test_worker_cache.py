@@ -91,11 +91,13 @@ def test_a_cache_that_cannot_be_written_costs_only_the_build(tmp_path: Path) -> 
     assert blocked.read_text() == "not a directory"
 
 
-def _edit_the_sources(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Ship a copy of x-tui whose worker ``main.py`` ends in ``# edited``."""
+def _edit_the_sources(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, module: str = "worker/main.py"
+) -> None:
+    """Ship a copy of x-tui whose ``compute/<module>`` ends in ``# edited``."""
     package = tmp_path / "x_tui"
     shutil.copytree(worker_bundle._PACKAGE, package, ignore=shutil.ignore_patterns("__pycache__"))
-    edited = package / "compute" / "worker" / "main.py"
+    edited = package / "compute" / module
     edited.write_text(edited.read_text() + "\n# edited\n")
     monkeypatch.setattr(worker_bundle, "_PACKAGE", package)
     monkeypatch.setattr(worker_bundle, "_SHIPPED", package / "compute" / "worker")
@@ -156,3 +158,21 @@ def test_a_partial_file_a_killed_writer_left_is_removed_by_the_next_write(tmp_pa
     assert cached_worker_zipapp(cache) == compiled()
     assert not left.exists()
     assert young.exists()
+
+
+def test_a_new_bundler_never_takes_an_archive_an_older_one_wrote(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The archive's ``__main__.py`` and layout are written by ``worker_bundle`` itself: an x-tui
+    whose worker modules are the same but whose bundler changed gets an archive of its own."""
+    cache = tmp_path / "cache"
+    cached_worker_zipapp(cache)
+    (old,) = _kept(cache)
+    _edit_the_sources(tmp_path, monkeypatch, module="worker_bundle.py")
+    _forget_builds()
+    try:
+        cached_worker_zipapp(cache)
+    finally:
+        _forget_builds()
+    assert len(_kept(cache)) == 2
+    assert old in _kept(cache)

@@ -25,14 +25,13 @@ import hashlib
 import importlib.util
 import io
 import marshal
-import os
-import tempfile
 import time
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
 from x_tui.compute.worker.record_files import UnreadableRecordError, read_regular_file
+from x_tui.compute.worker.records import write_atomic
 
 WORKER_NAME = "worker.pyz"
 """The file name the worker zipapp is given beside a staged run."""
@@ -119,13 +118,14 @@ once a week, rather than each removing the other's at every write."""
 
 @functools.cache
 def _cache_key() -> str:
-    """A hash of the shipped sources, their names and this interpreter's bytecode version.
+    """A hash of the shipped sources, their names, this module's own source (which writes the
+    archive's ``__main__.py`` and its layout) and this interpreter's bytecode version.
 
     Taken once per process, as :func:`worker_zipapp_bytes` builds once: a worker module edited
     while an app runs must not have that app's earlier build kept under the edited sources'
     name, where the next process would take it for theirs."""
     digest = hashlib.sha256(importlib.util.MAGIC_NUMBER)
-    for module in _modules():
+    for module in (_PACKAGE / "compute" / "worker_bundle.py", *_modules()):
         digest.update(module.relative_to(_PACKAGE).as_posix().encode() + b"\0")
         source = module.read_bytes()
         digest.update(len(source).to_bytes(8, "little") + source)
@@ -139,7 +139,7 @@ def cached_worker_zipapp(cache_dir: Path) -> bytes:
     The file is named by a hash of the sources and this interpreter's magic number, and holds
     the archive's own SHA-256 before it. A file that is missing, not a regular file, too large,
     short or damaged is not used: the archive is built and the file written again (through a
-    partial file and a rename), replacing any of other sources. A directory that cannot be read
+    partial file and a rename). A directory that cannot be read
     or written costs only the build. Archives of other sources, or of another Python, are
     removed by a write once they are a week old.
 
@@ -164,17 +164,9 @@ def cached_worker_zipapp(cache_dir: Path) -> bytes:
 
 
 def _keep(path: Path, data: bytes) -> None:
-    """Write ``path`` through a partial file and a rename; remove the archives of other sources
-    written over a week ago and the partial files of writers killed midway."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, partial = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(descriptor, "wb") as file:
-            file.write(data)
-        os.replace(partial, path)
-    except BaseException:
-        Path(partial).unlink(missing_ok=True)
-        raise
+    """Write ``path`` through a partial file and a rename (``write_atomic``); remove the archives
+    of other sources written over a week ago and the partial files of writers killed midway."""
+    write_atomic(path, data)
     now = time.time()
     for other in path.parent.glob(f"{_CACHE_PREFIX}*.pyz"):
         with contextlib.suppress(OSError):

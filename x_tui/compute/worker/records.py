@@ -88,14 +88,16 @@ def read_record(cls: type[T], data: object, *, where: str = "") -> T:
     return typing.cast(T, _read_dataclass(cls, data, where))
 
 
-def write_atomic(path: Path, text: str, *, step: Callable[[str], None] | None = None) -> None:
+def write_atomic(
+    path: Path, text: str | bytes, *, step: Callable[[str], None] | None = None
+) -> None:
     """Write ``text`` to ``path`` through a uniquely named partial file and a rename.
 
     Readers see the old file or the new one, never a torn one, even with concurrent writers.
 
     Args:
         path: The file to write.
-        text: Its new content.
+        text: Its new content (text is written as UTF-8, bytes as they are).
         step: Called after each step (partial file made, written, renamed), with what was done;
             fault-injection tests stop the process there.
     """
@@ -104,8 +106,8 @@ def write_atomic(path: Path, text: str, *, step: Callable[[str], None] | None = 
     try:
         if step is not None:
             step(f"{path.name}: partial file made")
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(text.encode("utf-8") if isinstance(text, str) else text)
             handle.flush()
             os.fsync(handle.fileno())
         if step is not None:

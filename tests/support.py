@@ -18,6 +18,7 @@ import io
 import itertools
 import os
 import random
+import shutil
 import socket
 import subprocess
 import sys
@@ -52,6 +53,12 @@ EVERY = 0.02
 QUICK_POLLS = PollIntervals(first=0.1, max=0.4)
 """How often a test's app polls unfinished runs (``XTuiApp(poll_intervals=QUICK_POLLS)``): a
 test's run ends in about a second, and the app's own intervals would wait up to two more."""
+
+
+def oldest_python() -> str | None:
+    """A Python 3.10 (the oldest the worker promises), from pyenv or ``PATH``; ``None`` without."""
+    found = sorted(Path.home().glob(".pyenv/versions/3.10.*/bin/python3"))
+    return str(found[-1]) if found else shutil.which("python3.10")
 
 
 def run_script(script: str, *args: str) -> subprocess.CompletedProcess[str]:

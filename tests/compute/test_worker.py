@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -825,13 +824,7 @@ def isolated_python(*args: str, python: str = sys.executable) -> list[str]:
     return [python, "-I", "-S", *args]
 
 
-def _oldest_python() -> str | None:
-    """A Python 3.10 (the oldest the worker promises), from pyenv or ``PATH``; ``None``."""
-    found = sorted(Path.home().glob(".pyenv/versions/3.10.*/bin/python3"))
-    return str(found[-1]) if found else shutil.which("python3.10")
-
-
-OLDEST_PYTHON = _oldest_python()
+OLDEST_PYTHON = support.oldest_python()
 
 WORKER_PYTHONS = [
     pytest.param(sys.executable, id="this-python"),

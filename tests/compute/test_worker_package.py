@@ -13,13 +13,13 @@ from __future__ import annotations
 import hashlib
 import io
 import os
-import shutil
 import subprocess
 import sys
 import tomllib
 import zipfile
 from pathlib import Path
 
+from tests.support import oldest_python
 from x_tui.compute.worker_bundle import worker_zipapp_bytes, write_worker_zipapp
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -63,11 +63,6 @@ LOAD_MAIN = (
 )
 
 
-def _oldest_python() -> str | None:
-    found = sorted(Path.home().glob(".pyenv/versions/3.10.*/bin/python3"))
-    return str(found[-1]) if found else shutil.which("python3.10")
-
-
 def test_a_local_runs_zipapp_starts_from_this_pythons_bytecode_and_any_other_from_source(
     tmp_path: Path,
 ) -> None:
@@ -84,7 +79,7 @@ def test_a_local_runs_zipapp_starts_from_this_pythons_bytecode_and_any_other_fro
         return done.stdout.strip()
 
     assert loaded_by(sys.executable).endswith("worker.pyz/x_tui/compute/worker/main.pyc")
-    oldest = _oldest_python()
+    oldest = oldest_python()
     if oldest is not None:  # another Python's magic number: the same archive, from source
         assert loaded_by(oldest).endswith("worker.pyz/x_tui/compute/worker/main.py")
         usage = subprocess.run(
@@ -105,7 +100,7 @@ def test_the_zipapp_remote_backends_ship_holds_source_only_and_is_the_same_each_
         "import sys; from x_tui.compute.worker_bundle import worker_digest; print(worker_digest())"
     )
     here = hashlib.sha256(shipped).hexdigest()[:16]
-    pythons = [sys.executable, *([oldest] if (oldest := _oldest_python()) else [])]
+    pythons = [sys.executable, *([oldest] if (oldest := oldest_python()) else [])]
     for python in pythons:
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         done = subprocess.run(

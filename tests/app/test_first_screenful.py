@@ -25,7 +25,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunListing, RunStore, StoredRuns
 from x_tui.compute.store_index import HEAD_ROWS
 
-from .app_support import keep_final_states, save_handle
+from .app_support import keep_final_states, pyproject_text, save_handle
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 COUNT = HEAD_ROWS + 50
@@ -250,6 +250,60 @@ async def test_the_newest_runs_are_in_the_first_frame(state_dir: Path) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await wait_until(pilot, lambda: first_frame, "the first frame")
     assert first_frame[0] >= 30  # a screenful, drawn with the frame, not a frame later
+
+
+@asynchronous
+async def test_in_a_project_the_store_is_read_whole_only_once_its_jobs_are_shown(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """Reading the rest of a large store takes the interpreter for a while (some 3 CPU s at
+    100,000 runs): the project's jobs, read once the first frame is drawn, would show late."""
+    make_store(state_dir)
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(pyproject_text(), encoding="utf-8")
+    service = Service()
+    project_read, jobs_resolved = threading.Event(), threading.Event()
+    read_whole: list[bool] = []  # for each read of the whole store: were the jobs resolved then
+    real_open, real_list_jobs, real_listing = (
+        service.open_project,
+        service.list_jobs,
+        service.store.listing,
+    )
+
+    def open_project(root: Path | None) -> operations.Project:
+        project_read.wait(DEADLINE)  # the project reads slowly, until the test says
+        return real_open(root)
+
+    def list_jobs(project: operations.Project) -> operations.JobList:
+        jobs = real_list_jobs(project)
+        jobs_resolved.set()
+        return jobs
+
+    def listing() -> RunListing:
+        read_whole.append(jobs_resolved.is_set())
+        return real_listing()
+
+    service.open_project = open_project  # type: ignore[method-assign]
+    service.list_jobs = list_jobs  # type: ignore[method-assign]
+    service.store.listing = listing  # type: ignore[method-assign]
+    app = XTuiApp(project, service=service, poll=False)
+    app.monitor.first_pause = DEADLINE  # only being told the first screenful is shown ends it
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            listed = app.monitor.stored.handles
+            assert len(listed) == HEAD_ROWS  # the newest runs, in the first frame
+            await pilot.pause(0.3)  # the store would have been read whole by now
+            assert read_whole == []
+            project_read.set()
+            jobs = app.main_screen.jobs
+            await wait_until(pilot, lambda: jobs.job_names == ("quick", "second"), "the jobs")
+            await wait_until(
+                pilot, lambda: len(app.monitor.stored.handles) == COUNT, "every run listed"
+            )
+            assert read_whole == [True]
+    finally:
+        project_read.set()
 
 
 def test_a_newest_run_still_going_is_polled_before_the_store_is_read_whole(

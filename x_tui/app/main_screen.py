@@ -17,9 +17,14 @@ events arrive through the app's ``monitor_events`` signal, subscribed to on moun
 | ``c`` ``f`` ``r`` ``y`` ``!`` | On a run: cancel, fetch, re-run, copy its id, open a shell. |
 | ``d`` | On a run that has ended: delete its record and local files (asks first). |
 | ``c`` ``y`` | On a sweep's row: cancel every run of it, copy the sweep id. |
+| ``ctrl+r`` | Read the project and the run store again. |
 
 The run actions come from :data:`x_tui.app.actions.RUN_ACTIONS`.
-| ``ctrl+r`` | Read the project and the run store again. |
+
+With a large store the first screenful comes first: the newest runs (from the store index's head)
+are in the first frame, the project is read once it is drawn, and the run monitor reads the rest
+of the store only once both the newest runs and, in a project, its jobs are on the screen (the
+reading would otherwise take the interpreter from the project's, and the jobs would show late).
 """
 
 from __future__ import annotations
@@ -111,6 +116,8 @@ class MainScreen(RunActionScreen):
         self.project: Project | None = None
         self._clock = clock
         self._watcher: WatchPoller | None = None
+        self._first_screenful: set[str] = {"runs", "jobs"} if project is not None else {"runs"}
+        """What of the first screenful is not on the screen yet (see the module's docs)."""
 
     def compose(self) -> ComposeResult:
         """Jobs pane, runs pane, footer."""
@@ -247,7 +254,9 @@ class MainScreen(RunActionScreen):
         names = list(config.jobs) if config is not None else []
         reason = "No jobs (see above)." if project.problem is not None else "No jobs configured."
         self.jobs.show_jobs(names, backend=config.backend if config else None, empty_reason=reason)
-        if names:
+        if not names:
+            self.call_after_refresh(self._first_screenful_shown, "jobs")
+        else:
             self.run_worker(
                 lambda: self._resolve_jobs(project),
                 thread=True,
@@ -261,6 +270,17 @@ class MainScreen(RunActionScreen):
         """Show the resolved jobs, if they belong to the project shown now."""
         if message.project is self.project:
             self.jobs.show_resolved(message.jobs)
+            self.call_after_refresh(self._first_screenful_shown, "jobs")
+
+    def _first_screenful_shown(self, part: str) -> None:
+        """``part`` (``"runs"``, ``"jobs"``) of the first screenful is drawn: once all of it is,
+        the run monitor reads the rest of the store."""
+        if not self._first_screenful:
+            return
+        self._first_screenful.discard(part)
+        monitor = monitor_of(self.app)
+        if not self._first_screenful and monitor is not None:
+            monitor.first_shown()
 
     # Runs -------------------------------------------------------------------------------------
 
@@ -292,8 +312,9 @@ class MainScreen(RunActionScreen):
             for run_id, reason in monitor.problems().items():  # posted before this screen was
                 table.set_problem(run_id, reason)
             if not message.complete and message.stored.handles:
-                # The newest runs are on the screen after this refresh: the rest is read then.
-                self.call_after_refresh(monitor.first_shown)
+                # The newest runs are on the screen after this refresh (the rest is read once
+                # the project's jobs are too).
+                self.call_after_refresh(self._first_screenful_shown, "runs")
         self._title_runs()
         self._describe_highlighted()
 

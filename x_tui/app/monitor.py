@@ -37,8 +37,9 @@ class RunMonitor(RunFollower):
     """Keeps the app's view of the run store and of each run's state current."""
 
     first_pause = 1.0
-    """The main screen says when the newest runs are shown (:meth:`first_shown`); the rest of
-    the store is read then, or after this many seconds if it does not."""
+    """The main screen says when its first screenful is shown (:meth:`first_shown`: the newest
+    runs and, in a project, its jobs); the rest of the store is read then, or after this many
+    seconds if it does not."""
 
     def __init__(
         self,

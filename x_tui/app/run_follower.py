@@ -308,10 +308,11 @@ class RunFollower:
         self._save_final_states()
 
     def first_shown(self) -> None:
-        """The first runs posted are shown: read the rest of the store now, without waiting.
+        """The first screenful is shown (the first runs posted and whatever else the screen
+        shows first): read the rest of the store now, without waiting.
 
-        While the newest runs are being shown the watcher leaves the interpreter to the screen;
-        it waits :attr:`first_pause` seconds at most for this.
+        While the first screenful is being shown the watcher leaves the interpreter to the
+        screen; it waits :attr:`first_pause` seconds at most for this.
         """
         self._shown.set()
 

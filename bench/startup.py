@@ -21,7 +21,12 @@ kilobytes), and the rest of the store is read once it is drawn; ``listed`` says 
 after substrax (or anything but x-tui) wrote the runs, when every handle file is read once.
 
     uv run python bench/startup.py [--runs 100000] [--samples 5] [--state DIR] [--compile]
-        [--unindexed]
+        [--unindexed] [--in-project]
+
+``--in-project`` starts x-tui in a project of four jobs (none of the store's runs is the
+project's): it notes when the project's jobs are listed, which the project's own reading (once the
+first frame is drawn) and the reading of the rest of the store share the interpreter for; the
+first screenful of runs is not waited for there (the project's filter shows none of them).
 
 ``--state DIR`` keeps the store in ``DIR`` (made there on the first run, in about a minute for
 100,000 runs) and reuses it after; the run count printed, and waited for as "listed", is the
@@ -52,6 +57,7 @@ import tempfile
 import termios
 import time
 from pathlib import Path
+from typing import Any
 
 COLUMNS, LINES = 120, 40
 SCREENFUL = 30
@@ -91,8 +97,6 @@ def _child_bare(marker: Path) -> None:
 
 
 def _child_xtui(marker: Path) -> None:
-    from typing import Any
-
     from x_tui.app import hold_garbage_until_first_frame
 
     hold_garbage_until_first_frame()  # first, as ``x-tui`` itself starts (``run_app``)
@@ -100,17 +104,27 @@ def _child_xtui(marker: Path) -> None:
     from x_tui.app.service import Service
 
     listed = int(os.environ.get("BENCH_RUNS", "0"))
+    project = os.environ.get("BENCH_PROJECT")
 
     marked: set[str] = set()
 
     class Timed(XTuiApp):
         def on_ready(self) -> None:
             _mark(marker, "frame")
+            if project:  # the jobs come from a worker's message to the screen: looked for often
+                self.set_interval(0.005, self._check_jobs)
+                return
             # Checked after each of the monitor's events (the main screen shows it first) and
             # every 50 ms, not every few milliseconds: the checking would cost more than it finds.
             self.monitor_events.subscribe(self, self._check_rows)
             self.set_interval(0.05, self._check_rows)
             self._check_rows()
+
+        def _check_jobs(self) -> None:
+            if "jobs" not in marked and self.main_screen.jobs.job_names:
+                marked.add("jobs")
+                _mark(marker, "jobs")
+                self.exit()
 
         def _check_rows(self, _event: Any = None) -> None:
             table = self.main_screen.runs
@@ -126,7 +140,7 @@ def _child_xtui(marker: Path) -> None:
             _mark(marker, "listed")
             self.exit()
 
-    Timed(None, service=Service()).run()
+    Timed(Path(project) if project else None, service=Service()).run()
 
 
 def _mark(marker: Path, what: str) -> None:
@@ -167,6 +181,30 @@ def make_store(state: Path, count: int) -> None:
     cache = state / "x-tui" / "final-states.json"
     cache.parent.mkdir(parents=True, exist_ok=True)
     cache.write_text(json.dumps({"version": 1, "runs": final}), encoding="utf-8")
+
+
+PROJECT_JOBS = ("prepare", "train", "evaluate", "export")
+
+
+def make_project(root: Path) -> Path:
+    """A project under ``root`` whose pyproject.toml declares :data:`PROJECT_JOBS` (local)."""
+    root.mkdir(parents=True, exist_ok=True)
+    jobs = "".join(
+        f"""
+[tool.substrax.compute.jobs.{name}]
+timeout_seconds = 3600
+[tool.substrax.compute.jobs.{name}.commands]
+first = ["python", "-c", "print('{name} 1')"]
+second = ["python", "-c", "print('{name} 2')"]
+"""
+        for name in PROJECT_JOBS
+    )
+    (root / "pyproject.toml").write_text(
+        '[project]\nname = "bench"\nversion = "0.1.0"\n\n'
+        '[tool.substrax.compute]\nbackend = "local"\n' + jobs,
+        encoding="utf-8",
+    )
+    return root
 
 
 def stored_runs(state: Path) -> int:
@@ -215,10 +253,12 @@ def sample(
     *,
     compile_each_time: bool = False,
     unindexed: bool = False,
+    project: Path | None = None,
 ) -> dict[str, float]:
     """One fresh process of ``kind`` (``bare`` or ``x-tui``): seconds to each marker.
 
-    With ``unindexed``, the store's index and its head are removed first (x-tui's sample).
+    With ``unindexed``, the store's index and its head are removed first (x-tui's sample). With
+    ``project``, x-tui starts in it, and its markers are the first frame and the jobs listed.
     """
     if unindexed and kind == "x-tui":
         # (imported here: the children import this file, and the bare app must not load x-tui)
@@ -241,7 +281,12 @@ def sample(
     )
     argv = [sys.executable, __file__, "--child", kind, "--marker", str(marker)]
     env["BENCH_RUNS"] = str(runs)
-    started = run_in_pty(argv, env, until=marker, wanted=9 if kind == "x-tui" else 3)
+    wanted = 3  # three lines a marker: its time, the CPU's, the event loop's
+    if kind == "x-tui":
+        wanted = 6 if project is not None else 9
+        if project is not None:
+            env["BENCH_PROJECT"] = str(project)
+    started = run_in_pty(argv, env, until=marker, wanted=wanted)
     marks: dict[str, float] = {}
     for line in marker.read_text().splitlines() if marker.exists() else []:
         name, moment = line.split()
@@ -257,37 +302,38 @@ def measure(
     samples: int,
     compile_each_time: bool,
     unindexed: bool = False,
+    project: Path | None = None,
 ) -> tuple[dict[str, float], list[float], list[float]]:
     """A warm-up sample of each app, then ``samples`` pairs run back to back.
 
     Returns:
         The best seconds to each marker (``"bare frame"``, ``"x-tui rows"``...), and each pair's
-        x-tui first screenful over its bare app's first frame, in wall and in CPU seconds.
+        x-tui first screenful (in ``project``: its jobs listed) over its bare app's first frame,
+        in wall and in CPU seconds.
     """
+    screenful = "x-tui jobs" if project is not None else "x-tui rows"
+    options: dict[str, Any] = {
+        "compile_each_time": compile_each_time,
+        "unindexed": unindexed,
+        "project": project,
+    }
     best: dict[str, float] = {}
     paired: list[float] = []
     paired_cpu: list[float] = []
     for kind in ("bare", "x-tui"):  # warm-up, not counted: compiles and caches the bytecode
-        sample(kind, state, scratch, runs, compile_each_time=compile_each_time, unindexed=unindexed)
+        sample(kind, state, scratch, runs, **options)
     for _ in range(samples):
         taken: dict[str, float] = {}
         for kind in ("bare", "x-tui"):
-            marks = sample(
-                kind,
-                state,
-                scratch,
-                runs,
-                compile_each_time=compile_each_time,
-                unindexed=unindexed,
-            )
+            marks = sample(kind, state, scratch, runs, **options)
             for name, seconds in marks.items():
                 key = f"{kind} {name}"
                 taken[key] = seconds
                 best[key] = min(best.get(key, seconds), seconds)
-        if "bare frame" in taken and "x-tui rows" in taken:
-            paired.append(taken["x-tui rows"] / taken["bare frame"])
-        if taken.get("bare frame-cpu") and "x-tui rows-cpu" in taken:
-            paired_cpu.append(taken["x-tui rows-cpu"] / taken["bare frame-cpu"])
+        if "bare frame" in taken and screenful in taken:
+            paired.append(taken[screenful] / taken["bare frame"])
+        if taken.get("bare frame-cpu") and f"{screenful}-cpu" in taken:
+            paired_cpu.append(taken[f"{screenful}-cpu"] / taken["bare frame-cpu"])
     return best, paired, paired_cpu
 
 
@@ -311,6 +357,11 @@ def main() -> int:
         action="store_true",
         help="remove the store's index before each x-tui start (as after substrax wrote the runs)",
     )
+    parser.add_argument(
+        "--in-project",
+        action="store_true",
+        help="start x-tui in a project of four jobs and note when they are listed",
+    )
     args = parser.parse_args()
     if args.child is not None:
         (_child_bare if args.child == "bare" else _child_xtui)(args.marker)
@@ -328,7 +379,24 @@ def main() -> int:
             samples=args.samples,
             compile_each_time=args.compile,
             unindexed=args.unindexed,
+            project=make_project(scratch / "project") if args.in_project else None,
         )
+    return report(best, paired, paired_cpu, runs=runs, args=args)
+
+
+def report(
+    best: dict[str, float],
+    paired: list[float],
+    paired_cpu: list[float],
+    *,
+    runs: int,
+    args: argparse.Namespace,
+) -> int:
+    """Print what :func:`measure` found, against the aims.
+
+    Returns:
+        The exit status: 1 when a sample did not reach its first frame.
+    """
     bare = best.get("bare frame")
     frame = best.get("x-tui frame")
     rows = best.get("x-tui rows")
@@ -336,12 +404,20 @@ def main() -> int:
         print(f"a sample did not reach its first frame: {best}", file=sys.stderr)
         return 1
     indexed = "no store index (every handle file read)" if args.unindexed else "store indexed"
-    print(f"startup to first frame, {runs:,} runs in the store, {indexed}, best of {args.samples}")
+    where = ", x-tui in a project" if args.in_project else ""
+    print(
+        f"startup to first frame, {runs:,} runs in the store, {indexed}{where},"
+        f" best of {args.samples}"
+    )
     print(f"  bare Textual app, same widgets, no data  {bare:6.3f} s")
     print(f"  x-tui                                    {frame:6.3f} s   {frame / bare:4.2f}x")
     if rows is not None:
         label = f"x-tui, first {SCREENFUL} runs on screen"
         print(f"  {label:<40} {rows:6.3f} s   {rows / bare:4.2f}x")
+    jobs, jobs_cpu = best.get("x-tui jobs"), best.get("x-tui jobs-cpu")
+    if jobs is not None:
+        label = f"x-tui, the project's {len(PROJECT_JOBS)} jobs listed"
+        print(f"  {label:<40} {jobs:6.3f} s   {jobs / bare:4.2f}x")
     bare_cpu, rows_cpu = best.get("bare frame-cpu"), best.get("x-tui rows-cpu")
     frame_cpu = best.get("x-tui frame-cpu")
     if bare_cpu and frame_cpu:
@@ -353,6 +429,7 @@ def main() -> int:
                 if rows_cpu
                 else ""
             )
+            + (f", to its jobs {jobs_cpu:.3f} ({jobs_cpu / bare_cpu:4.2f}x)" if jobs_cpu else "")
         )
     listed, listed_cpu = best.get("x-tui listed"), best.get("x-tui listed-cpu")
     listed_main = best.get("x-tui listed-main")
@@ -362,8 +439,9 @@ def main() -> int:
             f" {listed_cpu:.3f} CPU seconds, {listed_main:.3f} of them the event loop's"
         )
     if paired:
+        what = "the jobs listed" if jobs is not None else f"first {SCREENFUL} runs"
         print(
-            f"  first {SCREENFUL} runs over the bare frame, sample by sample (each pair run back to"
+            f"  {what} over the bare frame, sample by sample (each pair run back to"
             f" back): median {statistics.median(paired):.2f}x, from {min(paired):.2f}x to"
             f" {max(paired):.2f}x"
         )

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from x_tui.app.settings import (
     Settings,
     apply_low_bandwidth_environment,
     load_settings,
+    save_setting,
 )
 from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.manifest import TaskStatus
@@ -61,12 +63,30 @@ def test_handle_version_is_a_known_setting_checked_for_1_or_2(tmp_path: Path) ->
     assert load_settings(path).problems == (f"{path}: handle_version: expected 1 or 2, got 3",)
 
 
-def test_a_file_that_is_not_toml_is_reported_not_raised(tmp_path: Path) -> None:
+NOT_TOML = [
+    pytest.param("theme = \n", id="no-value"),
+    # tomlkit raises its base error for this one, not its ParseError
+    pytest.param("[keys]\na.b = 1\n[keys.a]\nc = 1\n", id="a-table-defined-twice"),
+]
+
+
+@pytest.mark.parametrize("text", NOT_TOML)
+def test_a_file_that_is_not_toml_is_reported_not_raised(tmp_path: Path, text: str) -> None:
     path = tmp_path / "config.toml"
-    path.write_text("theme = \n", encoding="utf-8")
+    path.write_text(text, encoding="utf-8")
     settings = load_settings(path)
     [problem] = settings.problems
     assert problem.startswith(f"{path}: not valid TOML")
+
+
+@pytest.mark.parametrize("text", NOT_TOML)
+def test_a_setting_is_not_saved_into_a_file_that_is_not_toml(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "config.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(OSError, match=re.escape(f"{path}: not valid TOML, left as it is")):
+        save_setting(path, "wrap", True)
+    assert path.read_text(encoding="utf-8") == text
+    assert [entry.name for entry in tmp_path.iterdir()] == ["config.toml"]
 
 
 def test_the_environment_turns_the_low_bandwidth_profile_on(

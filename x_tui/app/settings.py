@@ -118,7 +118,7 @@ def save_setting(path: Path, key: str, value: bool | str) -> None:
         text = ""
     try:
         document = tomlkit.parse(text)
-    except tomlkit.exceptions.ParseError as error:
+    except tomlkit.exceptions.TOMLKitError as error:  # (a redefined table is no ParseError)
         raise OSError(f"{path}: not valid TOML, left as it is: {error}") from error
     document[key] = value
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -217,7 +217,7 @@ def _read(path: Path, problems: list[str]) -> dict[str, object]:
 
     try:
         document: dict[str, object] = tomlkit.parse(text).unwrap()
-    except tomlkit.exceptions.ParseError as error:
+    except tomlkit.exceptions.TOMLKitError as error:  # (a redefined table is no ParseError)
         problems.append(f"{path}: not valid TOML: {error}")
         return {}
     return document

@@ -214,8 +214,26 @@ def test_the_compute_table_is_required(tmp_path: Path) -> None:
         read_compute_config(root)
 
 
-def test_a_file_that_is_not_toml_is_named(tmp_path: Path) -> None:
-    (tmp_path / "pyproject.toml").write_text("[tool\n", encoding="utf-8")
+@pytest.mark.parametrize(
+    "text",
+    [
+        pytest.param("[tool\n", id="an-unclosed-table"),
+        # not TOML 1.0, so substrax refuses it (tomlkit, which x-tui read with, took it)
+        pytest.param(
+            '[tool.substrax.compute]\nbackend = "local"\n'
+            '[tool.substrax.compute.jobs.train]\nenv = { A = "1", }\n',
+            id="a-trailing-comma-in-an-inline-table",
+        ),
+        # (tomlkit raised its base error for it, not its ParseError: a traceback)
+        pytest.param(
+            '[tool.substrax.compute]\nbackends.local.python = "python3"\n'
+            '[tool.substrax.compute.backends.local]\ncompute = "cpu"\n',
+            id="a-table-defined-by-a-dotted-key-then-again",
+        ),
+    ],
+)
+def test_a_file_that_is_not_toml_is_named(tmp_path: Path, text: str) -> None:
+    (tmp_path / "pyproject.toml").write_text(text, encoding="utf-8")
     with pytest.raises(
         ConfigError, match=re.escape(f"{tmp_path / 'pyproject.toml'}: not valid TOML")
     ):

@@ -1,21 +1,20 @@
 """A project's compute configuration: the ``[tool.substrax.compute]`` table of its pyproject.toml.
 
-Read with tomlkit (the same library writes it back, keeping comments). A table substrax accepts
-reads exactly as substrax reads it. Unknown keys are refused with the key, the table and the file
-named; a job's table is checked only when that job is resolved, so a typo in one job does not
-break the others.
+Parsed with the standard library's ``tomllib``, as substrax parses it, so a table substrax accepts
+reads exactly as substrax reads it. x-tui writes no project's pyproject.toml (tomlkit, which keeps
+comments, is for the files it does write), and ``tomllib`` parses one about ten times faster.
+Unknown keys are refused with the key, the table and the file named; a job's table is checked
+only when that job is resolved, so a typo in one job does not break the others.
 """
 
 from __future__ import annotations
 
 import difflib
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
-
-import tomlkit
-import tomlkit.exceptions
 
 from x_tui.compute.dependencies import read_dependencies
 from x_tui.compute.extensions import EXTENSION_KEYS, WATCH_KEYS, JobExtensions, ResourceRequest
@@ -101,8 +100,8 @@ def load_pyproject(path: Path) -> dict[str, Any]:
     except (OSError, UnicodeDecodeError) as error:
         raise ConfigError(f"{path}: cannot be read: {error}") from None
     try:
-        return tomlkit.parse(text).unwrap()
-    except tomlkit.exceptions.ParseError as error:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML: {error}") from None
 
 

@@ -16,9 +16,9 @@ How a backend receives what a spec cannot hold is declared in its ``capabilities
 without ``EXTENSIONS`` is never given a job that declares one: :func:`plan_run` refuses it. A
 backend whose runs nobody bills sets an ``unbilled`` attribute to say why (the local backend).
 
-This module imports no Textual and no Rich. The configuration reader (tomlkit) and the backend
-registry (importlib.metadata) are imported only by the operations that need them, so the headless
-verbs that only read handles start fast.
+This module imports no Textual and no Rich. The configuration reader
+(:mod:`~x_tui.compute.config`) and the backend registry (importlib.metadata) are imported only by
+the operations that need them, so the headless verbs that only read handles start fast.
 """
 
 from __future__ import annotations

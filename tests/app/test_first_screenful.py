@@ -306,6 +306,59 @@ async def test_in_a_project_the_store_is_read_whole_only_once_its_jobs_are_shown
         project_read.set()
 
 
+@asynchronous
+async def test_a_projects_runs_that_are_not_the_newest_are_in_its_first_screenful(
+    state_dir: Path, tmp_path: Path
+) -> None:
+    """Another project's sweep saved the store's newest runs: ours still show at once, from
+    our project's own head, not once the whole store is read (some 3 s at 100,000 runs)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "pyproject.toml").write_text(pyproject_text(), encoding="utf-8")
+    ours = [
+        save_handle(
+            state_dir,
+            run_id=run_id(index),
+            job="train",
+            submitted_at=START + dt.timedelta(minutes=index),
+            project=str(project),
+        ).run_id
+        for index in range(40)
+    ]
+    for index in range(40, 40 + HEAD_ROWS):
+        save_handle(
+            state_dir,
+            run_id=run_id(index),
+            job="sweep",
+            submitted_at=START + dt.timedelta(minutes=index),
+        )
+    store = RunStore(state_dir / "compute" / "runs")
+    past = dt.datetime.now(dt.UTC).timestamp() - 60
+    os.utime(store.root, (past, past))
+    store.read_all()  # the index, its head and our project's head made, as by an earlier start
+    service = Service()
+    release = threading.Event()
+    real_listing = service.store.listing
+
+    def held_listing() -> RunListing:
+        release.wait(DEADLINE)  # the whole store cannot be read until the test says so
+        return real_listing()
+
+    service.store.listing = held_listing  # type: ignore[method-assign]
+    app = XTuiApp(project, service=service, poll=False)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            table = app.main_screen.runs
+            await wait_until(pilot, lambda: table.shown_count == len(ours), "our runs")
+            assert table.highlighted_key() == ours[-1]  # our newest, as the project filter shows
+            await pilot.press("tab", "p")  # every project's runs: theirs too, ours below them
+            await wait_until(pilot, lambda: table.shown_count == HEAD_ROWS + len(ours), "all")
+            release.set()
+            await wait_until(pilot, lambda: len(app.monitor.stored.handles) == 40 + HEAD_ROWS, "")
+    finally:
+        release.set()
+
+
 def test_a_newest_run_still_going_is_polled_before_the_store_is_read_whole(
     state_dir: Path,
 ) -> None:

@@ -5,12 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
 from tests.compute.store_support import handle, settle, substrax_save
 from x_tui.compute.store import RunStore
-from x_tui.compute.store_index import HEAD_ROWS
+from x_tui.compute.store_index import (
+    HEAD_ROWS,
+    PROJECT_HEAD_ROWS,
+    PROJECT_HEADS_NAME,
+    project_head_name,
+)
 
 COUNT = HEAD_ROWS + 20
 
@@ -119,3 +126,93 @@ def test_a_fifo_in_the_head_place_is_no_head(store: RunStore) -> None:
     os.mkfifo(store.head_path)
     assert store.head() is None  # refused at once, never blocks
     assert [run.run_id for run in store.read_all().handles] == newest_first
+
+
+MINE = "/home/me/mine"
+THEIRS = "/home/me/theirs"
+
+
+def two_project_store(store: RunStore) -> tuple[list[str], list[str]]:
+    """A settled, listed store where another project saved its runs after ours: the newest
+    ``HEAD_ROWS`` runs are all theirs.
+
+    Returns:
+        Our run ids and theirs, each newest first.
+    """
+    mine = [replace(handle(index), project=MINE) for index in range(PROJECT_HEAD_ROWS + 10)]
+    theirs = [
+        replace(handle(len(mine) + index, job="sweep"), project=THEIRS)
+        for index in range(HEAD_ROWS + 5)
+    ]
+    for run in [*mine, *theirs]:
+        store.save(run)
+    settle(store)
+    store.read_all()
+    return [run.run_id for run in reversed(mine)], [run.run_id for run in reversed(theirs)]
+
+
+def test_a_project_whose_runs_are_not_the_newest_has_its_newest_in_the_head_it_asks_for(
+    store: RunStore,
+) -> None:
+    mine, theirs = two_project_store(store)
+    again = RunStore(store.root)
+    head = again.head()
+    assert head is not None
+    assert [run.run_id for run in head.runs] == theirs[:HEAD_ROWS]
+    ours = again.head(MINE + "/")  # a root as the runs table matches it (normalised)
+    assert ours is not None
+    assert [run.run_id for run in ours.runs] == theirs[:HEAD_ROWS] + mine[:PROJECT_HEAD_ROWS]
+    assert ours.total == head.total == len(mine) + len(theirs)
+    assert not ours.complete
+    assert ours.handle(ours.runs[HEAD_ROWS]).project == MINE  # the whole handle, as listed
+    # a project whose newest runs the head holds has no head of its own
+    assert again.head(THEIRS) == head
+    heads = store.head_path.with_name(PROJECT_HEADS_NAME)
+    assert sorted(path.name for path in heads.iterdir()) == [project_head_name(MINE)]
+
+
+def test_a_projects_head_is_believed_only_as_the_head_is_and_only_with_its_own_runs(
+    store: RunStore,
+) -> None:
+    mine, theirs = two_project_store(store)
+    heads = store.head_path.with_name(PROJECT_HEADS_NAME)
+    ours = heads / project_head_name(MINE)
+    # someone else's runs under our name (a hand, or a hash's collision) add nothing
+    kept = ours.read_bytes()
+    data = json.loads(kept)
+    data["projects"] = [THEIRS] * len(data["projects"])
+    ours.write_text(json.dumps(data))
+    head = store.head(MINE)
+    assert head is not None
+    assert [run.run_id for run in head.runs] == theirs[:HEAD_ROWS]
+    ours.write_bytes(kept)
+    # a run saved since: neither head is believed, and the store's listing makes both anew
+    substrax_save(store, replace(handle(10_000), project=THEIRS))
+    assert store.head(MINE) is None
+    settle(store)
+    store.read_all()
+    head = store.head(MINE)
+    assert head is not None
+    assert [run.run_id for run in head.runs][HEAD_ROWS:] == mine[:PROJECT_HEAD_ROWS]
+    # once our runs are the newest again, our own head is removed, and theirs made
+    for index in range(HEAD_ROWS):
+        store.save(replace(handle(20_000 + index), project=MINE))
+    settle(store)
+    store.read_all()
+    assert [path.name for path in heads.iterdir()] == [project_head_name(THEIRS)]
+
+
+def test_a_link_in_the_place_of_the_projects_heads_is_left_alone(
+    store: RunStore, tmp_path: Path
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "kept.json").write_text("{}")
+    store.head_path.parent.mkdir(parents=True, exist_ok=True)
+    store.head_path.with_name(PROJECT_HEADS_NAME).symlink_to(elsewhere)
+    mine, theirs = two_project_store(store)
+    assert [path.name for path in elsewhere.iterdir()] == ["kept.json"]  # nothing written there
+    head = store.head(MINE)
+    assert head is not None
+    assert [run.run_id for run in head.runs] == theirs[:HEAD_ROWS]
+    assert [run.run_id for run in store.read_all().handles] == theirs + mine

@@ -485,7 +485,8 @@ class RunFollower:
             The head, or ``None`` when there is none to believe (nothing is kept then).
         """
         try:
-            head = self.service.store.head()
+            project = str(self.project) if self.project is not None else None
+            head = self.service.store.head(project)  # with the project's newest runs
         except Exception:  # the head never stops the watcher: the store is read as without it
             return None
         if head is None:

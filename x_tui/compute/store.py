@@ -528,18 +528,22 @@ class RunStore:
         files = indexed_runs(self.root, self.index_path, self._read_fields, _RUN_FILE.fullmatch)
         return self._listing_of(files, len(files))
 
-    def head(self) -> RunListing | None:
+    def head(self, project: str | None = None) -> RunListing | None:
         """The store's newest runs, from its index's head, when that is believed.
 
         Reads a few kilobytes (no directory listing, no handle file), so the first screenful of
         a store of 100,000 runs shows at once; the head is believed only while the runs
         directory is as it was when the head was made (:func:`indexed_head`).
 
+        Args:
+            project: A project's root: its newest runs too, from its own head, when the
+                store's newest runs are not all of them.
+
         Returns:
             The newest runs (``total`` says how many files the store holds), or ``None`` when
             there is no head to believe (:meth:`listing` then lists the store).
         """
-        head = indexed_head(self.root, self.head_path, _RUN_FILE.fullmatch)
+        head = indexed_head(self.root, self.head_path, _RUN_FILE.fullmatch, project=project)
         if head is None:
             return None
         return self._listing_of(head.files, head.total)

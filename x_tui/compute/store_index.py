@@ -33,6 +33,13 @@ The head is believed under the index's rule alone (the runs directory's modified
 it was made from, and it was made well after it), and read and checked as the index is; a head
 that is not believed is no error (:func:`indexed_head` gives nothing, and the store is listed
 whole).
+
+The newest runs of the store may all be another project's (a sweep of a colleague's): so with
+the head, ``<state>/x-tui/runs-heads/`` keeps, for each of the :data:`PROJECT_HEADS` projects
+with the newest runs whose own newest :data:`PROJECT_HEAD_ROWS` runs the head lacks, a head of
+those runs, named by a hash of the project's root (a root is the handles' text, never a path
+here). Asked for a project, :func:`indexed_head` adds its rows to the head's, under the same
+rule, and only when every row is that project's.
 """
 
 from __future__ import annotations
@@ -40,10 +47,12 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
+import hashlib
 import itertools
 import json
 import operator
 import os
+import stat
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -64,6 +73,15 @@ HEAD_ROWS = 100
 
 HEAD_BYTES = 4 << 20
 """The largest head read (some hundred runs with large details)."""
+
+PROJECT_HEADS_NAME = "runs-heads"
+"""The directory of the projects' heads, in ``<state>/x-tui/``."""
+
+PROJECT_HEADS = 16
+"""How many projects (those with the newest runs) have a head of their own."""
+
+PROJECT_HEAD_ROWS = 50
+"""How many of a project's newest runs its head keeps (a screenful and more)."""
 
 INDEX_VERSION = 2
 """The layout of the index this release reads and writes (an index of another is made anew)."""
@@ -184,18 +202,22 @@ class IndexHead:
         return self.total == len(self.files)
 
 
-def indexed_head(runs_dir: Path, head_path: Path, is_run_file: IsRunFile) -> IndexHead | None:
+def indexed_head(
+    runs_dir: Path, head_path: Path, is_run_file: IsRunFile, *, project: str | None = None
+) -> IndexHead | None:
     """The newest handle files of ``runs_dir``, from the index's head, when it is believed.
 
     Believed under the index's rule: the directory's modified time is the one the head was made
     from, and the head was made well after it. Nothing is read but the head (no directory
-    listing, no handle file).
+    listing, no handle file), and with ``project`` that project's head beside it.
 
     Args:
         runs_dir: The store's directory of handles.
         head_path: The head's file.
         is_run_file: Whether a file is named for a run id (a head with an entry of one that is
             not is not believed).
+        project: A project's root: its newest runs are added, from its own head, when the
+            store's newest are not all of them (a project head not believed adds none).
 
     Returns:
         The head; ``None`` when it is missing, cannot be read, is not of this store or is not
@@ -205,13 +227,39 @@ def indexed_head(runs_dir: Path, head_path: Path, is_run_file: IsRunFile) -> Ind
         directory = os.stat(runs_dir)
     except OSError:
         return None
-    kept = _load(head_path, runs_dir, is_run_file, max_bytes=HEAD_BYTES)
+    head = _believed_head(head_path, runs_dir, directory.st_mtime_ns, is_run_file)
+    if head is None or project is None or head.complete:
+        return head
+    root = os.path.normpath(project)
+    path = head_path.with_name(PROJECT_HEADS_NAME) / project_head_name(root)
+    own = _believed_head(path, runs_dir, directory.st_mtime_ns, is_run_file)
+    if own is None or own.total != head.total:
+        return head
+    if any(os.path.normpath(text) != root for text in set(own.files.projects)):
+        return head  # (another project's runs under this name: a hash's collision, or a hand)
+    shown = set(head.files.names)
+    rows = [row for row, name in enumerate(own.files.names) if name not in shown]
+    return IndexHead(files=_merged(head.files, _rows_of(own.files, rows)), total=head.total)
+
+
+def project_head_name(project: str) -> str:
+    """The file name of the head of the project whose root is ``project`` (normalised, as by
+    ``os.path.normpath``): a hash of it, so no root is ever a path here."""
+    digest = hashlib.sha256(project.encode("utf-8", "surrogatepass")).hexdigest()
+    return f"{digest[:32]}.json"
+
+
+def _believed_head(
+    path: Path, runs_dir: Path, dir_mtime_now: int, is_run_file: IsRunFile
+) -> IndexHead | None:
+    """The head in ``path``, if it is believed (see :func:`indexed_head`)."""
+    kept = _load(path, runs_dir, is_run_file, max_bytes=HEAD_BYTES)
     if kept is None:
         return None
     dir_mtime, built, complete, files, total = kept
     if (
         not complete
-        or dir_mtime != directory.st_mtime_ns
+        or dir_mtime != dir_mtime_now
         or built - dir_mtime < SETTLED_NS
         or total < len(files)
     ):
@@ -567,10 +615,67 @@ def _save(path: Path, runs_dir: Path, dir_mtime: int, files: IndexedFiles) -> No
 
 
 def _save_head(path: Path, runs_dir: Path, dir_mtime: int, built: int, files: IndexedFiles) -> None:
-    """Write the head of the index of ``files`` (a failure to write is ignored)."""
+    """Write the head of the index of ``files``, then the projects' heads (a failure to write is
+    ignored)."""
     head = _rows_of(files, list(range(min(HEAD_ROWS, len(files)))))
     with contextlib.suppress(OSError):
         write_atomic(path, _document(runs_dir, dir_mtime, built, head, len(files)))
+    heads = path.with_name(PROJECT_HEADS_NAME)
+    own_heads = {  # the projects whose newest runs the head lacks
+        project: rows for project, rows in _project_rows(files).items() if rows[-1] >= HEAD_ROWS
+    }
+    try:
+        if not stat.S_ISDIR(os.lstat(heads).st_mode):
+            return  # a file or a link in its place is left alone, and no head written there
+    except FileNotFoundError:
+        if not own_heads:
+            return
+    except OSError:
+        return
+    written: set[str] = set()
+    with contextlib.suppress(OSError):
+        heads.mkdir(exist_ok=True)
+        for project, rows in own_heads.items():
+            name = project_head_name(project)
+            own = _rows_of(files, rows)
+            write_atomic(heads / name, _document(runs_dir, dir_mtime, built, own, len(files)))
+            written.add(name)
+    with contextlib.suppress(OSError), os.scandir(heads) as entries:
+        for entry in entries:  # a project's head from an earlier index is believed no more
+            if (
+                entry.name not in written
+                and is_handle_name(entry.name)
+                and entry.is_file(follow_symlinks=False)
+            ):
+                with contextlib.suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _project_rows(files: IndexedFiles) -> dict[str, list[int]]:
+    """The newest :data:`PROJECT_HEAD_ROWS` readable rows of each of the :data:`PROJECT_HEADS`
+    projects with the newest runs, in listing order, by root (``os.path.normpath``'s, as the
+    runs table's project filter matches a root)."""
+    chosen: dict[str, list[int]] = {}
+    normal: dict[str, str] = {}  # each root as the runs table matches it, made once
+    full = 0
+    for row, (text, reason) in enumerate(zip(files.projects, files.reasons, strict=True)):
+        if reason is not None:
+            break  # the unreadable files come last
+        project = normal.get(text)
+        if project is None:
+            project = normal[text] = os.path.normpath(text)
+        rows = chosen.get(project)
+        if rows is None:
+            if len(chosen) == PROJECT_HEADS:
+                continue
+            rows = chosen[project] = []
+        if len(rows) < PROJECT_HEAD_ROWS:
+            rows.append(row)
+            if len(rows) == PROJECT_HEAD_ROWS:
+                full += 1
+                if full == PROJECT_HEADS:
+                    break
+    return chosen
 
 
 def _document(runs_dir: Path, dir_mtime: int, built: int, files: IndexedFiles, total: int) -> str:

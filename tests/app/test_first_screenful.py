@@ -17,7 +17,7 @@ import pytest
 from tests.support import DEADLINE, asynchronous, wait_for, wait_until
 from x_tui.app import run_follower, run_records
 from x_tui.app.app import XTuiApp
-from x_tui.app.final_states import read_recent_final_states, write_final_states
+from x_tui.app.final_states import RECENT_RUNS, read_recent_final_states, write_final_states
 from x_tui.app.run_follower import RunFollower
 from x_tui.app.service import Service
 from x_tui.compute import operations
@@ -325,13 +325,19 @@ async def test_a_projects_runs_that_are_not_the_newest_are_in_its_first_screenfu
         ).run_id
         for index in range(40)
     ]
-    for index in range(40, 40 + HEAD_ROWS):
+    theirs = [  # more than the newest runs whose final states are read with the head
         save_handle(
             state_dir,
             run_id=run_id(index),
             job="sweep",
             submitted_at=START + dt.timedelta(minutes=index),
-        )
+        ).run_id
+        for index in range(40, 40 + RECENT_RUNS + 5)
+    ]
+    write_final_states(
+        state_dir / "x-tui" / "final-states.json",
+        {run: (RunState.SUCCEEDED, 5.0) for run in ours + theirs},
+    )
     store = RunStore(state_dir / "compute" / "runs")
     past = dt.datetime.now(dt.UTC).timestamp() - 60
     os.utime(store.root, (past, past))
@@ -351,10 +357,15 @@ async def test_a_projects_runs_that_are_not_the_newest_are_in_its_first_screenfu
             table = app.main_screen.runs
             await wait_until(pilot, lambda: table.shown_count == len(ours), "our runs")
             assert table.highlighted_key() == ours[-1]  # our newest, as the project filter shows
+            # how they ended, once the kept final states are read (the whole store is not yet)
+            await wait_until(
+                pilot, lambda: "succeeded" in str(table.get_row(ours[-1])), "our newest's state"
+            )
             await pilot.press("tab", "p")  # every project's runs: theirs too, ours below them
             await wait_until(pilot, lambda: table.shown_count == HEAD_ROWS + len(ours), "all")
             release.set()
-            await wait_until(pilot, lambda: len(app.monitor.stored.handles) == 40 + HEAD_ROWS, "")
+            everyone = len(ours) + len(theirs)
+            await wait_until(pilot, lambda: table.shown_count == everyone, "every run")
     finally:
         release.set()
 

@@ -118,3 +118,7 @@ class RunMonitor(RunFollower):
     def on_launch_state(self, run_id: str, state: RunState) -> None:
         """Post :class:`RunStateChanged` (with no previous state: not a backend's answer)."""
         self._post(RunStateChanged(run_id, state))
+
+    def on_kept_state(self, run_id: str, state: RunState) -> None:
+        """Post :class:`RunStateChanged` (with no previous state: not a backend's answer)."""
+        self._post(RunStateChanged(run_id, state))

@@ -368,6 +368,11 @@ class RunFollower:
         ``submitting`` while its submitter works, ``failed`` when that died before it started.
         """
 
+    def on_kept_state(self, run_id: str, state: RunState) -> None:
+        """A run listed (from a head) before the kept final states were read ended as
+        ``state``, as they say (not its backend: the newest runs' are read with the head, but a
+        project's own newest may be older)."""
+
     # The watcher ------------------------------------------------------------------------------
 
     def _watch_loop(self) -> None:
@@ -910,10 +915,17 @@ class RunFollower:
             # A run kept as ended is not polled, though it was kept (from the head) before.
             for run_id in [run_id for run_id in self._polls if run_id in kept]:
                 del self._polls[run_id]
+            listed_unknown = [
+                run_id
+                for run_id in self._handles
+                if run_id in kept and self._states.get(run_id) is None
+            ]
             for run_id, (state, ended) in kept.items():
                 self._states.setdefault(run_id, state)
                 self._ended.setdefault(run_id, ended)
             self._kept_at_start = frozenset(kept)
+        for run_id in listed_unknown:  # shown (from a head) as not known yet: told now
+            self.on_kept_state(run_id, kept[run_id][0])
         if (
             kept
             and not self._recent_believed

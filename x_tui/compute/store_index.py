@@ -47,7 +47,6 @@ from __future__ import annotations
 import bisect
 import contextlib
 import datetime as dt
-import hashlib
 import itertools
 import json
 import operator
@@ -245,6 +244,8 @@ def indexed_head(
 def project_head_name(project: str) -> str:
     """The file name of the head of the project whose root is ``project`` (normalised, as by
     ``os.path.normpath``): a hash of it, so no root is ever a path here."""
+    import hashlib  # (here: only a project's start or a head's writing needs it)
+
     digest = hashlib.sha256(project.encode("utf-8", "surrogatepass")).hexdigest()
     return f"{digest[:32]}.json"
 

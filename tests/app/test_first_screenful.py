@@ -91,6 +91,19 @@ class Recording(RunFollower):
             self.complete.set()
 
 
+def hold_whole_listing(service: Service) -> threading.Event:
+    """Keep ``service``'s store from being read whole until the event returned is set."""
+    release = threading.Event()
+    real_listing = service.store.listing
+
+    def held_listing() -> RunListing:
+        release.wait(DEADLINE)
+        return real_listing()
+
+    service.store.listing = held_listing  # type: ignore[method-assign]
+    return release
+
+
 def follow(follower: Recording, *, then: Callable[[], object] = lambda: None) -> None:
     """Run ``follower`` until it has listed the store whole, and ``then`` (before it stops)."""
     follower.start()
@@ -204,14 +217,7 @@ async def test_the_runs_table_shows_the_first_screenful_before_the_store_is_read
         {run: (RunState.CANCELLED, 5.0) for run in newest_first},
     )
     service = Service()
-    release = threading.Event()
-    real_listing = service.store.listing
-
-    def held_listing() -> RunListing:
-        release.wait(DEADLINE)  # the whole store cannot be read until the test says so
-        return real_listing()
-
-    service.store.listing = held_listing  # type: ignore[method-assign]
+    release = hold_whole_listing(service)
     app = XTuiApp(None, service=service, poll=False)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -343,14 +349,7 @@ async def test_a_projects_runs_that_are_not_the_newest_are_in_its_first_screenfu
     os.utime(store.root, (past, past))
     store.read_all()  # the index, its head and our project's head made, as by an earlier start
     service = Service()
-    release = threading.Event()
-    real_listing = service.store.listing
-
-    def held_listing() -> RunListing:
-        release.wait(DEADLINE)  # the whole store cannot be read until the test says so
-        return real_listing()
-
-    service.store.listing = held_listing  # type: ignore[method-assign]
+    release = hold_whole_listing(service)
     app = XTuiApp(project, service=service, poll=False)
     try:
         async with app.run_test(size=(120, 40)) as pilot:

@@ -139,9 +139,9 @@ def cached_worker_zipapp(cache_dir: Path) -> bytes:
     The file is named by a hash of the sources and this interpreter's magic number, and holds
     the archive's own SHA-256 before it. A file that is missing, not a regular file, too large,
     short or damaged is not used: the archive is built and the file written again (through a
-    partial file and a rename). A directory that cannot be read
-    or written costs only the build. Archives of other sources, or of another Python, are
-    removed by a write once they are a week old.
+    partial file and a rename). A directory that cannot be read or written costs only the build.
+    Archives of other sources, or of another Python, are removed by a write once they are a week
+    old.
 
     Args:
         cache_dir: Where the archive is kept (made when missing).

@@ -84,3 +84,56 @@ def test_the_app_and_its_engine_load_without_what_waits_for_the_first_frame(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "none"
+
+
+ON_THE_LOOP = """
+import asyncio, sys, threading
+from x_tui.app.app import XTuiApp
+from x_tui.app.service import Service
+
+on_the_loop = []
+
+
+class Noting:
+    # Notes each module first looked for on the event loop's thread (the main one here).
+    def find_spec(self, name, path=None, target=None):
+        if threading.current_thread() is threading.main_thread():
+            on_the_loop.append(name)
+        return None
+
+
+async def main() -> None:
+    app = XTuiApp(None, service=Service(), poll=False)
+    async with app.run_test(size=(80, 24)) as pilot:
+        sys.meta_path.insert(0, Noting())  # from the first frame on
+        for _ in range(500):
+            await pilot.pause(0.01)
+            if app.main_screen._watcher is not None:
+                break
+        else:
+            raise SystemExit("the running runs were never watched")
+        print(" ".join(name for name in WATCH if name in on_the_loop) or "none")
+
+WATCH = ("x_tui.app.run_watch", "x_tui.app.run_sources", "x_tui.compute.operations")
+asyncio.run(main())
+"""
+
+
+def test_the_watch_of_running_runs_is_loaded_off_the_event_loop(tmp_path: Path) -> None:
+    # Loading it on the event loop held keys and frames some 300 ms while a large store was read.
+    env = dict(
+        os.environ,
+        SUBSTRAX_STATE_DIR=str(tmp_path / "state"),
+        X_TUI_CONFIG=str(tmp_path / "settings.toml"),
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", ON_THE_LOOP],
+        capture_output=True,
+        text=True,
+        check=False,
+        env=env,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "none"

@@ -165,11 +165,25 @@ class MainScreen(RunActionScreen):
         self.call_after_refresh(self._after_first_frame)
 
     def _after_first_frame(self) -> None:
+        self.action_reload(store=False)
+        self._load_watch()
+
+    @work(thread=True, exclusive=True, group="runs-watch-load")
+    def _load_watch(self) -> None:
+        # Loaded in a thread: the watch's modules take some 30 ms to load alone, and ten times
+        # that on the event loop while the rest of the store is read (each file an import opens
+        # hands the interpreter to the reading thread), with keys and frames waiting behind it.
         from x_tui.app.run_watch import WATCH_SECONDS, WatchPoller
 
-        self.action_reload(store=False)
-        self._watcher = WatchPoller(service_of(self.app))
-        self.set_interval(WATCH_SECONDS * settings_of(self.app).refresh_scale, self._poll_watch)
+        watcher = WatchPoller(service_of(self.app))
+        self.app.call_from_thread(self._start_watch, watcher, WATCH_SECONDS)
+
+    def _start_watch(self, watcher: WatchPoller, seconds: float) -> None:
+        """Poll the running runs' side files every ``seconds`` (scaled by the settings)."""
+        if not self.is_attached:
+            return
+        self._watcher = watcher
+        self.set_interval(seconds * settings_of(self.app).refresh_scale, self._poll_watch)
 
     # Widgets ----------------------------------------------------------------------------------
 

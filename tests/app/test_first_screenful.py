@@ -11,6 +11,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -473,3 +474,26 @@ def test_the_newest_names_are_the_listings_first_ones_without_sorting_them_all(
         assert newest == listed[:count]
         assert total == 7
     assert run_records.newest_names(tmp_path / "missing", 5) == ([], 0)
+
+
+def test_a_listing_is_sorted_and_made_without_holding_the_states_from_the_screen(
+    state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The screen asks for states under the follower's lock (the keys that apply to a run): a
+    # key waited 0.3 s on it while the listing of 100,000 runs was sorted under it.
+    make_store(state_dir)
+    follower = Recording(Service())
+    lock_held: list[bool] = []
+    real_stored_runs = run_follower.StoredRuns
+
+    def made(*args: Any, **kwargs: Any) -> StoredRuns:
+        free = follower._lock.acquire(blocking=False)
+        if free:
+            follower._lock.release()
+        lock_held.append(not free)
+        return real_stored_runs(*args, **kwargs)
+
+    monkeypatch.setattr(run_follower, "StoredRuns", made)
+    follow(follower)
+    assert lock_held  # the head's listing and the whole store's
+    assert not any(lock_held)

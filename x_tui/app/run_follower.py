@@ -623,25 +623,25 @@ class RunFollower:
                     for run_id, record in self._launches.items()
                     if run_id not in self._handles
                 ]
-                handles = sorted(
-                    [*self._handles.values(), *launched],
-                    key=lambda handle: (handle.submitted_at, handle.run_id),
-                    reverse=True,
-                )
+                handles = [*self._handles.values(), *launched]
                 # An unreadable sweep record is named beside the unreadable handles, as by status.
                 problems = [
                     *((path, record.reason) for path, record in self._records.items()),
                     *self._sweeps.unreadable.items(),
                 ]
-                unreadable = {
-                    path: reason for path, reason in sorted(problems) if reason is not None
-                }
-                unreadable.update(self._launch_unreadable)
+                launches_unreadable = dict(self._launch_unreadable)
                 if complete:
                     self._scanned = True
-                self._stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
-                self._published = {handle.run_id for handle in handles}
-                stored = self._stored
+            # Sorted outside the lock: 100,000 handles take a while, and the screen asks for
+            # states under it (a key waited 0.3 s on it as the whole store was listed).
+            handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
+            unreadable = {path: reason for path, reason in sorted(problems) if reason is not None}
+            unreadable.update(launches_unreadable)
+            stored = StoredRuns(handles=tuple(handles), unreadable=unreadable)
+            published = {handle.run_id for handle in handles}
+            with self._lock:
+                self._stored = stored
+                self._published = published
             self.on_runs_changed(stored, complete=complete)
 
     def _interrupt(self) -> Interrupt:

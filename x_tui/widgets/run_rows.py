@@ -172,7 +172,25 @@ def stored_rows(
         The rows by key: the unchanged ones are the very objects of ``existing``.
     """
     wanted: dict[str, RunRow] = {}
-    for handle in stored.handles:
+    add_handle_rows(
+        wanted, stored.handles, existing, states=states, ended=ended, memberships=memberships
+    )
+    add_unreadable_rows(wanted, stored.unreadable, existing)
+    return wanted
+
+
+def add_handle_rows(
+    wanted: dict[str, RunRow],
+    handles: Iterable[RunHandle],
+    existing: Mapping[str, RunRow],
+    *,
+    states: Callable[[str], RunState | None],
+    ended: Callable[[str], float | None],
+    memberships: Mapping[str, Membership],
+) -> None:
+    """Add to ``wanted`` the rows of ``handles`` (see :func:`stored_rows`; a listing taken in
+    slices adds a slice at a time)."""
+    for handle in handles:
         row = existing.get(handle.run_id)
         if row is None or (row.handle is not handle and row.handle != handle):
             row = RunRow(
@@ -184,13 +202,18 @@ def stored_rows(
                 member=memberships.get(handle.run_id),
             )
         wanted[row.key] = row
-    for path, reason in stored.unreadable.items():
+
+
+def add_unreadable_rows(
+    wanted: dict[str, RunRow], unreadable: Mapping[Path, str], existing: Mapping[str, RunRow]
+) -> None:
+    """Add to ``wanted`` a row for each unreadable record (see :func:`stored_rows`)."""
+    for path, reason in unreadable.items():
         key = f"file:{path}"
         row = existing.get(key)
         if row is None or row.reason != reason:
             row = RunRow(key=key, order=(file_time(path), path.name), path=path, reason=reason)
         wanted[key] = row
-    return wanted
 
 
 def sync_groups(

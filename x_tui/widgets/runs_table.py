@@ -31,7 +31,8 @@ sorted column's heading carries ▼ or ▲); a sweep's runs stay under their gro
 
 from __future__ import annotations
 
-import heapq
+import asyncio
+import itertools
 import time
 from collections.abc import Callable, Mapping
 from operator import itemgetter
@@ -92,6 +93,10 @@ PAGE_ROWS = 200
 """Rows built at a time: the table keeps this many built past the cursor and the view's bottom."""
 _DRAIN_CHUNK = 2000
 """Rows built per turn of the event loop while ``end`` draws the whole backlog."""
+LISTING_SLICE = 4000
+"""Runs of a listing taken in per turn of the event loop: a listing of more (the whole store, read
+after its newest runs are on the screen) is taken a slice at a time, keys and frames going on
+between the slices, rather than in one turn (half a second for 100,000 runs)."""
 _Pending = tuple[SortKey, RunRow]
 _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
@@ -117,6 +122,9 @@ class RunsTable(DataTable[Text]):
     class ViewChanged(Message):
         """The project filter or the sort order changed (the screen retitles the pane)."""
 
+    class Listed(Message):
+        """A listing taken in slices is in the table whole (the screen retitles the pane)."""
+
     class RunChosen(Message):
         """The user chose a run (``enter`` on its row)."""
 
@@ -135,6 +143,7 @@ class RunsTable(DataTable[Text]):
         clock: Callable[[], float] = time.time,
         min_refresh: float = 1.0,
         page_rows: int | None = None,
+        listing_slice: int = LISTING_SLICE,
         id: str | None = None,
         classes: str | None = None,
     ) -> None:
@@ -144,6 +153,7 @@ class RunsTable(DataTable[Text]):
             clock: The current epoch time (tests pass a frozen one).
             min_refresh: The shortest wait between two redraws of ages and durations.
             page_rows: Rows built at a time (default :data:`PAGE_ROWS`).
+            listing_slice: Runs of a listing taken in per turn of the event loop.
             id: The widget's id.
             classes: Its CSS classes.
         """
@@ -161,6 +171,15 @@ class RunsTable(DataTable[Text]):
         self._timer: Timer | None = None
         self._pending: list[_Pending] = []
         self._page = page_rows if page_rows is not None else PAGE_ROWS
+        self._slice = max(1, listing_slice)
+        self._listing: StoredRuns | None = None
+        """The listing being taken in slices, if one is."""
+        self._listing_rows: dict[str, RunRow] = {}
+        """The rows made of it so far, by key (a state change finds its run's row there)."""
+        self._listing_placed: dict[str, tuple[bool, SortKey]] = {}
+        """Whether each new row of it is shown, and its sort key, as worked out so far."""
+        self._listing_late: dict[str, tuple[RunState, float | None]] = {}
+        """The state changes that came for runs it has no row for yet (their rows take them)."""
         self._adding = False
         self._to_last = False
         self._watch: dict[str, WatchCells] = {}
@@ -438,33 +457,124 @@ class RunsTable(DataTable[Text]):
     ) -> None:
         """Make the table hold exactly what the store holds, touching only rows that changed.
 
+        A listing of more runs than a slice (:data:`LISTING_SLICE`) is taken in a slice per turn
+        of the event loop, and :class:`Listed` posted once it is in; the table shows what it
+        held until then. A newer listing takes the place of one still being taken.
+
         Args:
             stored: The store's handles and unreadable records.
-            states: The last known state of a run, by id.
+            states: The last known state of a run, by id (a change that comes while a listing
+                is taken in slices is kept, and its run's row takes it).
             ended: When a finished run ended, by id.
         """
-        wanted = run_rows.stored_rows(
-            stored, self._rows, states=states, ended=ended, memberships=self._memberships
+        self._listing, self._listing_rows, self._listing_placed = None, {}, {}
+        self._listing_late = {}
+        if len(stored.handles) <= self._slice:
+            wanted = run_rows.stored_rows(
+                stored, self._rows, states=states, ended=ended, memberships=self._memberships
+            )
+            self._take(
+                wanted, [row for row in wanted.values() if self._rows.get(row.key) is not row]
+            )
+            return
+        self._listing = stored
+        late = self._listing_late
+
+        def state_now(run_id: str) -> RunState | None:
+            return late[run_id][0] if run_id in late else states(run_id)
+
+        def ended_now(run_id: str) -> float | None:
+            return late[run_id][1] if run_id in late else ended(run_id)
+
+        self.run_worker(
+            self._take_in_slices(stored, state_now, ended_now),
+            group="listing",
+            exclusive=True,
+            exit_on_error=True,
         )
+
+    async def _take_in_slices(
+        self,
+        stored: StoredRuns,
+        states: Callable[[str], RunState | None],
+        ended: Callable[[str], float | None],
+    ) -> None:
+        """Take in ``stored`` a slice at a time; where each new row goes is worked out as it is
+        made, so that the last turn only puts the rows in."""
+        wanted: dict[str, RunRow] = {}
+        placed: dict[str, tuple[bool, SortKey]] = {}
+        self._listing_rows, self._listing_placed = wanted, placed
+        changed: list[RunRow] = []
+        view = self._view()
+        memberships = self._memberships
+        handles = stored.handles
+        for start in range(0, len(handles), self._slice):
+            await asyncio.sleep(0)  # keys, frames and state changes go first
+            if self._listing is not stored:
+                return  # a newer listing came
+            before = len(wanted)
+            run_rows.add_handle_rows(
+                wanted,
+                handles[start : start + self._slice],
+                self._rows,
+                states=states,
+                ended=ended,
+                memberships=memberships,
+            )
+            for row in itertools.islice(wanted.values(), before, None):
+                if self._rows.get(row.key) is row:
+                    continue
+                changed.append(row)
+                if row.member is None and row.key not in self._shown:
+                    placed[row.key] = (self._matches(row), self._sort_key(row))
+        await asyncio.sleep(0)
+        if self._listing is not stored:
+            return
+        self._listing, self._listing_rows, self._listing_placed = None, {}, {}
+        self._listing_late = {}
+        unreadable: dict[str, RunRow] = {}
+        run_rows.add_unreadable_rows(unreadable, stored.unreadable, self._rows)
+        wanted.update(unreadable)
+        changed += [row for row in unreadable.values() if self._rows.get(row.key) is not row]
+        if memberships is not self._memberships:  # the sweeps changed meanwhile
+            for row in changed:
+                if row.handle is not None:
+                    row.member = self._memberships.get(row.key)
+        if view != self._view() or memberships is not self._memberships:
+            placed = {}  # where each row goes is worked out again
+        self._take(wanted, changed, placed)
+        self.post_message(self.Listed())
+
+    def _view(self) -> tuple[object, ...]:
+        """What decides whether a row is shown and where."""
+        return (self.project_filter, self._filter, self._sort, self._descending)
+
+    def _take(
+        self,
+        wanted: dict[str, RunRow],
+        changed: list[RunRow],
+        placed: Mapping[str, tuple[bool, SortKey]] | None = None,
+    ) -> None:
+        """Make the table hold ``wanted``: ``changed`` are its rows that are not the table's
+        already, ``placed`` whether each is shown and its sort key, where worked out before."""
+        placed = placed or {}
         for key in [key for key in self._rows if key not in wanted]:
             del self._rows[key]
             self._drop(key)
-        added: list[RunRow] = []
-        changed: list[RunRow] = []
-        for key, row in wanted.items():
-            old = self._rows.get(key)
-            self._rows[key] = row
-            if old is not row:
-                changed.append(row)
-        resort = self._sync_groups()
         for row in changed:
-            if not self._matches(row):
+            self._rows[row.key] = row
+        resort = self._sync_groups()
+        added: list[_Pending] = []
+        for row in changed:
+            known = placed.get(row.key)
+            if not (known[0] if known is not None else self._matches(row)):
                 continue
             if row.key in self._shown:
                 self._rewrite(row)
             else:
-                added.append(row)
-        self._insert(added + self._unshown_groups())
+                added.append((known[1] if known is not None else self._sort_key(row), row))
+        added += [(self._sort_key(group), group) for group in self._unshown_groups()]
+        self._insert_keyed(added)
         if resort:
             self._reorder()
 
@@ -501,9 +611,12 @@ class RunsTable(DataTable[Text]):
             state: Its state.
             ended: When it ended, if it is final.
         """
-        row = self._rows.get(run_id)
+        row = self._rows.get(run_id) or self._listing_rows.get(run_id)
         if row is None:
+            if self._listing is not None:
+                self._listing_late[run_id] = (state, ended)
             return
+        self._listing_placed.pop(run_id, None)  # (the filter and the sort may see the state)
         row.state, row.ended, row.problem = state, ended, None
         if run_id in self._shown:
             self._rewrite(row)
@@ -516,9 +629,10 @@ class RunsTable(DataTable[Text]):
             run_id: The run.
             reason: The backend's message (untrusted); ``None`` once it answers again.
         """
-        row = self._rows.get(run_id)
+        row = self._rows.get(run_id) or self._listing_rows.get(run_id)
         if row is None or row.problem == reason:
             return
+        self._listing_placed.pop(run_id, None)
         row.problem = reason
         if run_id in self._shown:
             self._rewrite(row)
@@ -676,20 +790,23 @@ class RunsTable(DataTable[Text]):
                 self.move_cursor(row=self.get_row_index(cursor))
 
     def _insert(self, rows: list[RunRow]) -> None:
-        if not rows:
+        self._insert_keyed([(self._sort_key(row), row) for row in rows])
+
+    def _insert_keyed(self, keyed: list[_Pending]) -> None:
+        """Show the rows of ``keyed`` (each with its sort key): into the backlog, in order, and
+        built as far as the view wants."""
+        if not keyed:
             return
-        keyed = [(self._sort_key(row), row) for row in rows]
         keyed.sort(key=itemgetter(0), reverse=True)
-        for row in rows:
-            self._shown.add(row.key)
+        self._shown.update(row.key for _, row in keyed)
         if not self._pending:
             self._pending = keyed
         elif len(keyed) < 8:
             for item in keyed:  # one new run: in at its place
                 place = _place(self._pending, item[0])
                 self._pending.insert(place, item)
-        else:
-            self._pending = list(heapq.merge(self._pending, keyed, key=itemgetter(0), reverse=True))
+        else:  # two runs in order, which the sort merges
+            self._pending = sorted([*self._pending, *keyed], key=itemgetter(0), reverse=True)
         self._add_pending()
 
     def _wanted(self) -> int:

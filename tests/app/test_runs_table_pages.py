@@ -1,6 +1,7 @@
 """The runs table builds its rows a page at a time, yet shows, counts, filters and sorts them all.
 
-A store of 1,200 runs and pages of 20 rows stand for 100,000 runs and pages of 200.
+A store of 1,200 runs, pages of 20 rows and listings taken in slices of 100 runs stand for
+100,000 runs, pages of 200 and slices of 4,000.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ MIDDLE = _run_id(RUNS // 2)
 
 @pytest.fixture(autouse=True)
 def small_pages(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Pages of 20 rows."""
+    """Pages of 20 rows, and listings of more than 100 runs taken in slices of 100."""
     monkeypatch.setattr(runs_table, "PAGE_ROWS", PAGE)
+    monkeypatch.setattr(runs_table, "LISTING_SLICE", 100)
 
 
 def _store(state_dir: Path) -> None:

@@ -320,17 +320,30 @@ class MainScreen(RunActionScreen):
         if monitor is None:
             table.show_stored(message.stored)
         else:
-            # One copy of the states rather than a look under the monitor's lock per run.
+            # One copy of the states rather than a look under the monitor's lock per run (the
+            # table keeps a change that comes while it takes a listing in slices).
             states, ended = monitor.known_states()
             table.show_stored(message.stored, states=states.get, ended=ended.get)
-            for run_id, reason in monitor.problems().items():  # posted before this screen was
-                table.set_problem(run_id, reason)
+            self._show_problems()
             if not message.complete and message.stored.handles:
                 # The newest runs are on the screen after this refresh (the rest is read once
                 # the project's jobs are too).
                 self.call_after_refresh(self._first_screenful_shown, "runs")
         self._title_runs()
         self._describe_highlighted()
+
+    @on(RunsTable.Listed)
+    def _runs_listed(self) -> None:
+        """A listing taken in slices is in: the count, the problems and the line under it."""
+        self._show_problems()
+        self._title_runs()
+        self._describe_highlighted()
+
+    def _show_problems(self) -> None:
+        monitor = monitor_of(self.app)
+        if monitor is not None:
+            for run_id, reason in monitor.problems().items():  # posted before this screen was
+                self.runs.set_problem(run_id, reason)
 
     def _poll_watch(self) -> None:
         monitor = monitor_of(self.app)

@@ -1,0 +1,207 @@
+"""A listing of many runs is taken into the runs table a slice per turn of the event loop: keys and
+frames go on meanwhile, the table ends holding what a listing taken at once makes it hold, and a
+state change, a newer listing or a new filter that comes meanwhile is not lost."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from pathlib import Path
+
+from textual import events
+from textual.app import App, ComposeResult
+from textual.widgets import DataTable
+
+from tests.support import local_handle
+from x_tui.compute.backend import RunState
+from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.widgets.runs_table import RunsTable
+
+START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+HEAD = 20
+"""The newest runs, listed first (as the store's head is)."""
+
+
+def _handles(count: int, *jobs: str) -> tuple[RunHandle, ...]:
+    """``count`` runs, newest first, of ``jobs`` in turn."""
+    made = []
+    for index in range(count):
+        moment = START + dt.timedelta(minutes=index)
+        job = jobs[index % len(jobs)]
+        made.append(local_handle(f"{job}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}", moment))
+    return tuple(reversed(made))
+
+
+def _stored(handles: tuple[RunHandle, ...], **unreadable: str) -> StoredRuns:
+    return StoredRuns(
+        handles=handles,
+        unreadable={Path(f"/store/{name}.json"): reason for name, reason in unreadable.items()},
+    )
+
+
+class _Table(App[None]):
+    """The table alone; notes when a listing is in and when the cursor moves."""
+
+    def __init__(self, table: RunsTable) -> None:
+        super().__init__()
+        self.table = table
+        self.happened: list[str] = []
+
+    def compose(self) -> ComposeResult:
+        yield self.table
+
+    def on_runs_table_listed(self) -> None:
+        self.happened.append("listed")
+
+    def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
+        self.happened.append(f"row {message.cursor_row}")
+
+
+async def _until_listed(app: _Table, count: int = 1) -> None:
+    for _ in range(2000):
+        if app.happened.count("listed") >= count:
+            return
+        await asyncio.sleep(0.005)
+    raise AssertionError(f"never listed: {app.happened[-5:]}")
+
+
+async def _every_row(table: RunsTable) -> list[tuple[str, str]]:
+    """Every row's key and state cell, in the table's order (each one built)."""
+    table.action_last_row()
+    for _ in range(2000):
+        if table.row_count == table.shown_count:
+            break
+        await asyncio.sleep(0.005)
+    return [
+        (str(row.key.value), table.get_cell(row.key, "state").plain) for row in table.ordered_rows
+    ]
+
+
+def test_a_listing_taken_in_slices_ends_as_one_taken_at_once() -> None:
+    handles = _handles(300, "train", "eval")
+    states = {handle.run_id: RunState.SUCCEEDED for handle in handles[::3]}
+    stored = _stored(handles, bad="not JSON", worse="too large")
+
+    async def shown(listing_slice: int) -> tuple[int, list[tuple[str, str]]]:
+        table = RunsTable(listing_slice=listing_slice)
+        app = _Table(table)
+        async with app.run_test(size=(120, 30)) as pilot:
+            table.show_stored(_stored(handles[:HEAD]), states=states.get)
+            table.show_stored(stored, states=states.get)
+            count_at_once = table.shown_count
+            if listing_slice < len(handles):
+                await _until_listed(app)
+            await pilot.pause()
+            return count_at_once, await _every_row(table)
+
+    async def scenario() -> None:
+        at_once_count, at_once = await shown(10_000)
+        sliced_count, sliced = await shown(HEAD + 5)
+        assert at_once_count == 302
+        assert sliced_count == HEAD  # the table shows what it held until the listing is in
+        assert sliced == at_once
+        assert len(sliced) == 302
+        assert sum(state == "✓ succeeded" for _, state in sliced) == 100
+
+    asyncio.run(scenario())
+
+
+def test_a_state_that_changes_while_a_listing_is_taken_is_shown() -> None:
+    handles = _handles(200, "train")
+    newest, made_early, oldest = handles[0].run_id, handles[3].run_id, handles[-1].run_id
+
+    async def scenario() -> None:
+        table = RunsTable(listing_slice=5)
+        app = _Table(table)
+        async with app.run_test(size=(120, 30)) as pilot:
+            table.show_stored(_stored(handles[:HEAD]))
+            table.set_filter("failed")  # the filter sees the state
+            table.show_stored(_stored(handles))
+            # A run the table shows, one whose row the listing has not made yet...
+            table.set_state(newest, RunState.FAILED, START.timestamp())
+            table.set_state(oldest, RunState.FAILED, START.timestamp())
+            # ...and one whose row it made in a slice already (not shown then: no state).
+            for _ in range(2000):
+                if made_early in table._listing_rows:
+                    break
+                await asyncio.sleep(0)
+            assert "listed" not in app.happened
+            table.set_state(made_early, RunState.FAILED, START.timestamp())
+            await _until_listed(app)
+            await pilot.pause()
+            rows = await _every_row(table)
+        assert [key for key, _ in rows] == [newest, made_early, oldest]
+        assert {state for _, state in rows} == {"✗ failed"}
+
+    asyncio.run(scenario())
+
+
+def test_a_newer_listing_takes_the_place_of_one_still_being_taken() -> None:
+    older = _handles(200, "alpha")
+    newer = _handles(150, "beta")
+
+    async def scenario() -> None:
+        table = RunsTable(listing_slice=5)
+        app = _Table(table)
+        async with app.run_test(size=(120, 30)) as pilot:
+            table.show_stored(_stored(older))
+            for _ in range(10):
+                await asyncio.sleep(0)
+            table.show_stored(_stored(newer))
+            await _until_listed(app)
+            await asyncio.sleep(0.2)
+            await pilot.pause()
+            rows = await _every_row(table)
+            assert app.happened.count("listed") == 1
+        assert [key for key, _ in rows] == [handle.run_id for handle in newer]
+
+    asyncio.run(scenario())
+
+
+def test_a_filter_set_while_a_listing_is_taken_holds_for_every_run() -> None:
+    handles = _handles(200, "alpha", "beta")
+
+    async def scenario() -> None:
+        table = RunsTable(listing_slice=5)
+        app = _Table(table)
+        async with app.run_test(size=(120, 30)) as pilot:
+            table.show_stored(_stored(handles[:HEAD]))
+            table.show_stored(_stored(handles))
+            for _ in range(10):
+                await asyncio.sleep(0)
+            table.set_filter("beta")
+            await _until_listed(app)
+            await pilot.pause()
+            rows = await _every_row(table)
+        assert [key for key, _ in rows] == [h.run_id for h in handles if h.job == "beta"]
+
+    asyncio.run(scenario())
+
+
+def test_a_key_pressed_while_a_listing_is_taken_moves_the_cursor_before_it_is_in() -> None:
+    handles = _handles(400, "train")
+
+    async def scenario() -> None:
+        table = RunsTable(listing_slice=1)
+        app = _Table(table)
+        pressed: list[bool] = []
+        early_states: dict[str, RunState] = {}
+
+        def state(run_id: str) -> RunState | None:
+            if not pressed and run_id == handles[HEAD + 2].run_id:  # in the listing's third slice
+                pressed.append(True)
+                app.post_message(events.Key("down", None))
+            return early_states.get(run_id)
+
+        async with app.run_test(size=(120, 30)) as pilot:
+            table.show_stored(_stored(handles[:HEAD]))
+            table.focus()
+            await pilot.pause()
+            app.happened.clear()
+            table.show_stored(_stored(handles), states=state)
+            await _until_listed(app)
+            await pilot.pause()
+        assert pressed
+        assert app.happened.index("row 1") < app.happened.index("listed")
+
+    asyncio.run(scenario())

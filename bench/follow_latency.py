@@ -71,9 +71,9 @@ def child_writer(path: Path, rate: int, seconds: float) -> None:
 
 def child_app(path: Path, low_bandwidth: bool) -> None:
     """The log view following ``path``, full screen; ``q`` quits."""
-    from x_tui.app import hold_garbage_until_first_frame
+    from x_tui.app import hold_garbage_until_listed
 
-    hold_garbage_until_first_frame()  # first, as ``x-tui`` itself starts (``run_app``)
+    hold_garbage_until_listed()  # first, as ``x-tui`` itself starts (``run_app``)
     from textual.app import App, ComposeResult
     from textual.binding import Binding
 

@@ -259,9 +259,9 @@ def before_script(scratch: Path, commit: str) -> Path:
 
 
 def _child_xtui(project: Path, way: str, script: Path | None) -> None:
-    from x_tui.app import hold_garbage_until_first_frame
+    from x_tui.app import hold_garbage_until_listed
 
-    hold_garbage_until_first_frame()  # first, as ``x-tui`` itself starts (``run_app``)
+    hold_garbage_until_listed()  # first, as ``x-tui`` itself starts (``run_app``)
     from x_tui.app.app import XTuiApp
     from x_tui.app.service import Service
 

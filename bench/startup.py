@@ -97,9 +97,9 @@ def _child_bare(marker: Path) -> None:
 
 
 def _child_xtui(marker: Path) -> None:
-    from x_tui.app import hold_garbage_until_first_frame
+    from x_tui.app import hold_garbage_until_listed
 
-    hold_garbage_until_first_frame()  # first, as ``x-tui`` itself starts (``run_app``)
+    hold_garbage_until_listed()  # first, as ``x-tui`` itself starts (``run_app``)
     from x_tui.app.app import XTuiApp
     from x_tui.app.service import Service
 

@@ -56,9 +56,9 @@ def _child_bare() -> None:
 
 
 def _child_xtui(project: Path, run_id: str | None, tab: str | None) -> None:
-    from x_tui.app import hold_garbage_until_first_frame
+    from x_tui.app import hold_garbage_until_listed
 
-    hold_garbage_until_first_frame()  # first, as ``x-tui`` itself starts (``run_app``)
+    hold_garbage_until_listed()  # first, as ``x-tui`` itself starts (``run_app``)
     from x_tui.app.app import XTuiApp
     from x_tui.app.run_screen import RunScreen
     from x_tui.app.service import Service

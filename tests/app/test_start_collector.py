@@ -1,24 +1,29 @@
-"""Python's cycle collector at start-up: held until the app's first frame (``run_app`` holds it),
-then on again with what start-up made frozen; an app started by anything else leaves the
-process's collector as it found it."""
+"""Python's cycle collector at start-up: held until the whole store is in the runs table
+(``run_app`` holds it), then on again with what start-up and the listing made frozen; an app
+started by anything else leaves the process's collector as it found it."""
 
 from __future__ import annotations
 
 import datetime as dt
 import gc
+import os
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import asynchronous, wait_until
+from tests.support import DEADLINE, asynchronous, wait_until
 from x_tui.app import (
     GARBAGE_THRESHOLDS,
     collect_garbage_from_now_on,
-    hold_garbage_until_first_frame,
+    hold_garbage_until_listed,
 )
 from x_tui.app.app import XTuiApp
 from x_tui.app.service import Service
+from x_tui.compute.store import RunListing, RunStore
+from x_tui.compute.store_index import HEAD_ROWS
 
 from .app_support import save_handle
 
@@ -38,13 +43,46 @@ def collector_restored() -> Iterator[None]:
         gc.enable()
 
 
-@asynchronous
-async def test_the_collector_is_held_until_the_first_frame_then_skips_what_start_up_made(
-    state_dir: Path, collector_restored: None
-) -> None:
+def _store_past_its_head(state_dir: Path) -> int:
+    """More runs than the store's head holds, listed once (index and head made); their count."""
     moment = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
-    save_handle(state_dir, run_id="train-20260919T120000Z-000001", job="train", submitted_at=moment)
-    hold_garbage_until_first_frame()
+    count = HEAD_ROWS + 50
+    for index in range(count):
+        save_handle(
+            state_dir,
+            run_id=f"train-{moment + dt.timedelta(minutes=index):%Y%m%dT%H%M%SZ}-{index:06x}",
+            job="train",
+            submitted_at=moment + dt.timedelta(minutes=index),
+        )
+    store = RunStore(state_dir / "compute" / "runs")
+    past = time.time() - 60
+    os.utime(store.root, (past, past))  # written a quiet minute ago
+    store.read_all()
+    return count
+
+
+def _held_listing(service: Service) -> threading.Event:
+    """Keep ``service``'s store from being read whole until the event returned is set."""
+    release = threading.Event()
+    real_listing = service.store.listing
+
+    def held() -> RunListing:
+        release.wait(DEADLINE)
+        return real_listing()
+
+    service.store.listing = held  # type: ignore[method-assign]
+    return release
+
+
+@asynchronous
+async def test_the_collector_is_held_until_the_store_is_listed_then_skips_what_was_made(
+    state_dir: Path, collector_restored: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from x_tui.app import app as app_module
+
+    monkeypatch.setattr(app_module, "GARBAGE_HOLD_SECONDS", 3600.0)  # (the listing lets it go)
+    count = _store_past_its_head(state_dir)
+    hold_garbage_until_listed()
     assert not gc.isenabled()
     assert gc.get_threshold() == GARBAGE_THRESHOLDS
     frozen = gc.get_freeze_count()
@@ -54,14 +92,45 @@ async def test_the_collector_is_held_until_the_first_frame_then_skips_what_start
         def on_mount(self) -> None:
             seen_before_the_frame.append(gc.isenabled())
 
-    app = Watched(None, service=Service(), poll=False)
-    async with app.run_test(size=(120, 40)) as pilot:
-        await wait_until(pilot, lambda: app.main_screen.runs.row_count == 1, "the run")
-        assert seen_before_the_frame == [False]
-        assert gc.isenabled()
-        # The modules, styles and widgets start-up made are never scanned again.
-        assert gc.get_freeze_count() > frozen + 10_000
-        assert gc.get_threshold() == GARBAGE_THRESHOLDS
+    service = Service()
+    release = _held_listing(service)
+    app = Watched(None, service=service, poll=False)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            table = app.main_screen.runs
+            await wait_until(pilot, lambda: table.shown_count == HEAD_ROWS, "the newest runs")
+            await pilot.pause(0.2)
+            assert seen_before_the_frame == [False]
+            assert not gc.isenabled()  # the rest of the store is still to be read
+            release.set()
+            await wait_until(pilot, gc.isenabled, "the collector let go")
+            assert table.shown_count == count
+            # The modules, styles and widgets start-up made are never scanned again, nor are
+            # the store's handles and the table's rows.
+            assert gc.get_freeze_count() > frozen + 10_000
+            assert gc.get_threshold() == GARBAGE_THRESHOLDS
+    finally:
+        release.set()
+
+
+@asynchronous
+async def test_a_store_never_listed_whole_still_lets_the_collector_go(
+    state_dir: Path, collector_restored: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from x_tui.app import app as app_module
+
+    _store_past_its_head(state_dir)
+    monkeypatch.setattr(app_module, "GARBAGE_HOLD_SECONDS", 0.3)
+    hold_garbage_until_listed()
+    service = Service()
+    release = _held_listing(service)
+    app = XTuiApp(None, service=service, poll=False)
+    try:
+        async with app.run_test(size=(120, 40)) as pilot:
+            await wait_until(pilot, gc.isenabled, "the collector let go")
+            assert app.main_screen.runs.shown_count == HEAD_ROWS  # still not listed whole
+    finally:
+        release.set()
 
 
 @asynchronous

@@ -39,7 +39,7 @@ def run_app(
     Returns:
         The exit status: 0 after a normal quit.
     """
-    hold_garbage_until_first_frame()
+    hold_garbage_until_listed()
     from x_tui.app.settings import apply_low_bandwidth_environment, load_settings
 
     settings = load_settings(settings_file)
@@ -54,7 +54,7 @@ def run_app(
 
     app = XTuiApp(project, demo=demo, settings=settings)
     result = app.run()
-    collect_garbage_from_now_on()  # an app that ended before its first frame never did
+    collect_garbage_from_now_on()  # an app that ended before the store was listed never did
     wait_for_submits(app.service)
     wait_for_writes(app.service)
     return result if isinstance(result, int) else app.return_code or 0
@@ -62,6 +62,9 @@ def run_app(
 
 GARBAGE_THRESHOLDS = (50_000, 20, 10)
 """The cycle collector's thresholds while the TUI runs (Python's defaults: 700, 10, 10)."""
+
+GARBAGE_HOLD_SECONDS = 30.0
+"""The longest the collector is held after the first frame, should the store never be listed."""
 
 _held_for_start = False
 
@@ -78,13 +81,17 @@ def collect_garbage_in_larger_batches() -> None:
     gc.set_threshold(*GARBAGE_THRESHOLDS)
 
 
-def hold_garbage_until_first_frame() -> None:
-    """No cycle collection until the app's first frame (:func:`collect_garbage_from_now_on`).
+def hold_garbage_until_listed() -> None:
+    """No cycle collection until the whole store is in the runs table
+    (:func:`collect_garbage_from_now_on`).
 
-    What start-up makes (modules, classes, styles, widgets) lives as long as the app, so a pass
-    over it finds nearly nothing: even at :data:`GARBAGE_THRESHOLDS` one pass during start-up took
-    13 ms, a twentieth of the time to the first screenful of runs. Called first, before Textual
-    is imported (``run_app``; the benchmarks, as ``x-tui`` starts).
+    What start-up makes (modules, classes, styles, widgets) and the store's listing (a handle and
+    a row a run) live as long as the app, so a pass over them finds nearly nothing: even at
+    :data:`GARBAGE_THRESHOLDS` one pass during start-up took 13 ms, a twentieth of the time to
+    the first screenful of runs; and while 100,000 runs were read after the first frame, it ran
+    some 34 young passes and one of 80 ms over the middle generation, 200-225 ms in all with
+    every thread stopped (14-24 ms once held until they are listed). Called first, before
+    Textual is imported (``run_app``; the benchmarks, as ``x-tui`` starts).
     """
     global _held_for_start
     collect_garbage_in_larger_batches()
@@ -93,11 +100,12 @@ def hold_garbage_until_first_frame() -> None:
 
 
 def collect_garbage_from_now_on() -> None:
-    """After the first frame: what start-up made is frozen (never scanned again), and the
-    collector runs from here at :data:`GARBAGE_THRESHOLDS`.
+    """Once the store is listed (or :data:`GARBAGE_HOLD_SECONDS` after the first frame): what
+    start-up and the listing made is frozen (never scanned again), and the collector runs from
+    here at :data:`GARBAGE_THRESHOLDS`.
 
-    Does nothing unless :func:`hold_garbage_until_first_frame` held the collector, so an app
-    run by a test (or inside another program) leaves that process's collector as it found it.
+    Does nothing unless :func:`hold_garbage_until_listed` held the collector, so an app run by a
+    test (or inside another program) leaves that process's collector as it found it.
     """
     global _held_for_start
     if not _held_for_start:

@@ -38,7 +38,7 @@ from textual.screen import Screen
 from textual.signal import Signal
 from textual.widget import Widget
 
-from x_tui.app import collect_garbage_from_now_on
+from x_tui.app import GARBAGE_HOLD_SECONDS, collect_garbage_from_now_on
 from x_tui.app.app_context import AppContext
 from x_tui.app.fallback_screens import FailureScreen, TooSmallScreen, too_small
 from x_tui.app.main_screen import MainScreen
@@ -161,8 +161,10 @@ class XTuiApp(AppContext):
         self._fit(self.size)
 
     def on_ready(self) -> None:
-        """The first frame is on the screen: Python's cycle collector runs from now on."""
-        collect_garbage_from_now_on()
+        """The first frame is on the screen: Python's cycle collector runs once the store is
+        listed (the main screen says when), or at the latest :data:`GARBAGE_HOLD_SECONDS` from
+        now."""
+        self.set_timer(GARBAGE_HOLD_SECONDS, collect_garbage_from_now_on)
 
     def on_unmount(self) -> None:
         """Let go of the backend calls waited on (writes go on), stop the monitor's threads (runs

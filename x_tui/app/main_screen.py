@@ -43,6 +43,7 @@ from textual.containers import Vertical
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
+from x_tui.app import collect_garbage_from_now_on
 from x_tui.app.actions import RunActionScreen, Where, run_action_bindings
 from x_tui.app.app_context import context_of, monitor_of, service_of, settings_of
 from x_tui.app.messages import (
@@ -116,6 +117,8 @@ class MainScreen(RunActionScreen):
         self.project: Project | None = None
         self._clock = clock
         self._watcher: WatchPoller | None = None
+        self._listing_whole = False
+        """Whether the last listing shown is the whole store's (not a head's)."""
         self._first_screenful: set[str] = {"runs", "jobs"} if project is not None else {"runs"}
         """What of the first screenful is not on the screen yet (see the module's docs)."""
 
@@ -325,6 +328,9 @@ class MainScreen(RunActionScreen):
             states, ended = monitor.known_states()
             table.show_stored(message.stored, states=states.get, ended=ended.get)
             self._show_problems()
+            self._listing_whole = message.complete
+            if message.complete and not table.taking_listing:
+                collect_garbage_from_now_on()  # the whole store is in the table
             if not message.complete and message.stored.handles:
                 # The newest runs are on the screen after this refresh (the rest is read once
                 # the project's jobs are too).
@@ -335,6 +341,8 @@ class MainScreen(RunActionScreen):
     @on(RunsTable.Listed)
     def _runs_listed(self) -> None:
         """A listing taken in slices is in: the count, the problems and the line under it."""
+        if self._listing_whole:
+            collect_garbage_from_now_on()  # the whole store is in the table
         self._show_problems()
         self._title_runs()
         self._describe_highlighted()

@@ -495,6 +495,11 @@ class RunsTable(DataTable[Text]):
 
         self._take_in_slices(stored, state_now, ended_now)
 
+    @property
+    def taking_listing(self) -> bool:
+        """Whether a listing is being taken in slices (:class:`Listed` comes once it is in)."""
+        return self._listing is not None
+
     def _end_listing(self) -> None:
         """Forget the listing being taken in slices, if one is (it stops at its next slice)."""
         self._listing = None

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -23,7 +24,7 @@ from x_tui.app.run_follower import PollIntervals
 from x_tui.app.service import Service
 from x_tui.app.settings import Settings
 from x_tui.compute.backend import RunState
-from x_tui.compute.store import RunHandle, RunStore
+from x_tui.compute.store import RunHandle, RunListing, RunStore
 from x_tui.compute.worker.records import dumps_pretty
 
 QUICK_JOB = """
@@ -133,3 +134,16 @@ def keep_final_states(state: Path, states: dict[str, tuple[RunState, float]]) ->
         for run_id, (run_state, ended) in states.items()
     }
     path.write_text(json.dumps({"version": 1, "runs": runs}), encoding="utf-8")
+
+
+def hold_whole_listing(service: Service) -> threading.Event:
+    """Keep ``service``'s store from being read whole until the event returned is set."""
+    release = threading.Event()
+    real_listing = service.store.listing
+
+    def held_listing() -> RunListing:
+        release.wait(DEADLINE)
+        return real_listing()
+
+    service.store.listing = held_listing  # type: ignore[method-assign]
+    return release

@@ -26,7 +26,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunListing, RunStore, StoredRuns
 from x_tui.compute.store_index import HEAD_ROWS
 
-from .app_support import keep_final_states, pyproject_text, save_handle
+from .app_support import hold_whole_listing, keep_final_states, pyproject_text, save_handle
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 COUNT = HEAD_ROWS + 50
@@ -90,19 +90,6 @@ class Recording(RunFollower):
         self.events.append(("listed", complete, ids, {run: states.get(run) for run in ids}))
         if complete:
             self.complete.set()
-
-
-def hold_whole_listing(service: Service) -> threading.Event:
-    """Keep ``service``'s store from being read whole until the event returned is set."""
-    release = threading.Event()
-    real_listing = service.store.listing
-
-    def held_listing() -> RunListing:
-        release.wait(DEADLINE)
-        return real_listing()
-
-    service.store.listing = held_listing  # type: ignore[method-assign]
-    return release
 
 
 def follow(follower: Recording, *, then: Callable[[], object] = lambda: None) -> None:

@@ -7,14 +7,13 @@ from __future__ import annotations
 import datetime as dt
 import gc
 import os
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import DEADLINE, asynchronous, wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.app import (
     GARBAGE_THRESHOLDS,
     collect_garbage_from_now_on,
@@ -22,10 +21,10 @@ from x_tui.app import (
 )
 from x_tui.app.app import XTuiApp
 from x_tui.app.service import Service
-from x_tui.compute.store import RunListing, RunStore
+from x_tui.compute.store import RunStore
 from x_tui.compute.store_index import HEAD_ROWS
 
-from .app_support import save_handle
+from .app_support import hold_whole_listing, save_handle
 
 
 @pytest.fixture
@@ -61,19 +60,6 @@ def _store_past_its_head(state_dir: Path) -> int:
     return count
 
 
-def _held_listing(service: Service) -> threading.Event:
-    """Keep ``service``'s store from being read whole until the event returned is set."""
-    release = threading.Event()
-    real_listing = service.store.listing
-
-    def held() -> RunListing:
-        release.wait(DEADLINE)
-        return real_listing()
-
-    service.store.listing = held  # type: ignore[method-assign]
-    return release
-
-
 @asynchronous
 async def test_the_collector_is_held_until_the_store_is_listed_then_skips_what_was_made(
     state_dir: Path, collector_restored: None, monkeypatch: pytest.MonkeyPatch
@@ -93,7 +79,7 @@ async def test_the_collector_is_held_until_the_store_is_listed_then_skips_what_w
             seen_before_the_frame.append(gc.isenabled())
 
     service = Service()
-    release = _held_listing(service)
+    release = hold_whole_listing(service)
     app = Watched(None, service=service, poll=False)
     try:
         async with app.run_test(size=(120, 40)) as pilot:
@@ -123,7 +109,7 @@ async def test_a_store_never_listed_whole_still_lets_the_collector_go(
     monkeypatch.setattr(app_module, "GARBAGE_HOLD_SECONDS", 0.3)
     hold_garbage_until_listed()
     service = Service()
-    release = _held_listing(service)
+    release = hold_whole_listing(service)
     app = XTuiApp(None, service=service, poll=False)
     try:
         async with app.run_test(size=(120, 40)) as pilot:

@@ -1,0 +1,284 @@
+"""Keys while a large store is listed: how long a key takes to show on the screen in the seconds
+after x-tui starts on 100,000 runs (the rest of the store is read, and taken into the runs table,
+once the newest runs are on the screen), against a bare Textual app pressed the same way.
+
+Each sample is a fresh process in a 120x40 pseudo-terminal (Textual's real driver, as over SSH),
+started as ``x-tui`` starts (the cycle collector held as ``run_app`` holds it) with a view kept
+from an earlier session, as a user's store has one. Once the first screenful of runs is drawn,
+``down`` and ``up`` are written to the terminal in turn, one every 100 ms for ``--seconds``; the
+app notes when each move of the cursor is next drawn. A key's time is from its bytes written to
+the terminal to that frame. The reference is a bare Textual app with the same widgets and a data
+table of 30 rows, pressed the same way in the same run.
+
+    uv run python bench/keys_while_listing.py [--runs 100000] [--samples 3] [--seconds 4]
+        [--state DIR]
+
+``--state DIR`` keeps the store there (as ``bench/startup.py --state``; made on the first run).
+
+Aim: no key waits more than 0.25 s for its frame while the store is listed (the bare app's worst
+is printed beside it; the median of both shows what a key costs when nothing else runs).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import fcntl
+import json
+import os
+import pty
+import select
+import statistics
+import struct
+import sys
+import tempfile
+import termios
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).parent))
+from startup import COLUMNS, LINES, make_store, stored_runs
+
+PRESS_EVERY = 0.1
+KEYS = (b"\x1b[B", b"\x1b[A")  # down, up: the cursor moves at every press
+
+
+# The child side ---------------------------------------------------------------------------------
+
+
+def _note_drawn_moves(table_class: type, marker: Path) -> Callable[[], None]:
+    """Note, for each move of ``table_class``'s cursor, when the frame that shows it is drawn.
+
+    Returns:
+        What starts the count (the app's own moves before the keys are not counted).
+    """
+    import textual.screen
+
+    moves: list[int] = []  # each counted move's step: +1 down, -1 up, else what it was
+    drawn = [0]
+    counting = [False]
+    watch = table_class.watch_cursor_coordinate  # type: ignore[attr-defined]
+
+    def watched(self: object, old: Any, new: Any) -> None:
+        if counting[0]:
+            moves.append(new.row - old.row)
+        watch(self, old, new)
+
+    table_class.watch_cursor_coordinate = watched  # type: ignore[attr-defined]
+    refresh = textual.screen.Screen._compositor_refresh
+
+    def refreshed(self: textual.screen.Screen[object]) -> None:
+        refresh(self)
+        if drawn[0] < len(moves):
+            at = time.time()
+            with marker.open("a", encoding="utf-8") as out:
+                for step in moves[drawn[0] :]:
+                    out.write(f"drawn {step} {at!r}\n")
+            drawn[0] = len(moves)
+
+    textual.screen.Screen._compositor_refresh = refreshed  # type: ignore[method-assign,assignment]
+
+    def start() -> None:
+        counting[0] = True
+
+    return start
+
+
+def _child_xtui(marker: Path) -> None:
+    from x_tui.app import hold_garbage_until_listed
+
+    hold_garbage_until_listed()  # first, as ``x-tui`` itself starts (``run_app``)
+    from x_tui.app.app import XTuiApp
+    from x_tui.app.service import Service
+    from x_tui.widgets.runs_table import RunsTable
+
+    start_counting = _note_drawn_moves(RunsTable, marker)
+
+    class Timed(XTuiApp):
+        def on_ready(self) -> None:
+            self.set_interval(0.01, self._check_rows)
+
+        def _check_rows(self) -> None:
+            table = self.main_screen.runs
+            if table.row_count >= 30 and not marker.exists():
+                table.focus()
+                start_counting()
+                marker.write_text(f"ready {time.time()!r}\n", encoding="utf-8")
+
+    Timed(None, service=Service()).run()
+
+
+def _child_bare(marker: Path) -> None:
+    from rich.text import Text
+    from textual.app import App, ComposeResult
+    from textual.containers import Vertical
+    from textual.widgets import DataTable, Footer, Input, OptionList, Static
+
+    start_counting = _note_drawn_moves(DataTable, marker)
+
+    class Bare(App[None]):
+        CSS = "Screen { layout: horizontal; } Vertical { border: round $border; }"
+
+        def compose(self) -> ComposeResult:
+            with Vertical():
+                yield Static()
+                yield OptionList()
+                yield Static()
+            with Vertical():
+                yield Input()
+                table: DataTable[Text] = DataTable(cursor_type="row")
+                for name in ("Run", "Job", "Backend", "State", "Age", "Took"):
+                    table.add_column(name)
+                for row in range(30):
+                    table.add_row(*(Text(f"{name} {row}") for name in "abcdef"))
+                yield table
+            yield Footer()
+
+        def on_ready(self) -> None:
+            self.query_one(DataTable).focus()
+            start_counting()
+            marker.write_text(f"ready {time.time()!r}\n", encoding="utf-8")
+
+    Bare().run()
+
+
+# The parent side --------------------------------------------------------------------------------
+
+
+def sample(kind: str, state: Path, scratch: Path, *, seconds: float) -> list[float]:
+    """One fresh process of ``kind`` (``bare`` or ``x-tui``): each key's seconds to its frame."""
+    marker = scratch / f"{kind}.marks"
+    marker.unlink(missing_ok=True)
+    env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
+    env.update(SUBSTRAX_STATE_DIR=str(state), X_TUI_CONFIG=str(scratch / "settings.toml"))
+    env.update(TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(LINES))
+    argv = [sys.executable, __file__, "--child", kind, "--marker", str(marker)]
+    pid, master = pty.fork()
+    if pid == 0:  # the child
+        os.execve(argv[0], argv, env)
+    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
+    pressed: list[float] = []
+    try:
+        deadline = time.monotonic() + 60
+        while not marker.exists() and time.monotonic() < deadline:
+            _drain(master, 0.01)
+        next_press = time.monotonic()
+        stop = next_press + seconds
+        while time.monotonic() < stop:
+            _drain(master, max(0.0, next_press - time.monotonic()))
+            if time.monotonic() >= next_press:
+                pressed.append(time.time())
+                os.write(master, KEYS[len(pressed) % 2 - 1])
+                next_press += PRESS_EVERY
+        settle = time.monotonic() + 2
+        while time.monotonic() < settle:
+            _drain(master, 0.05)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        os.close(master)
+    drawn = [
+        (int(words[1]), float(words[2]))
+        for words in (line.split() for line in marker.read_text(encoding="utf-8").splitlines())
+        if words[0] == "drawn"
+    ]
+    return paired(pressed, drawn)
+
+
+def paired(pressed: list[float], drawn: list[tuple[int, float]]) -> list[float]:
+    """Each key's seconds to the frame that shows its move: the next move drawn after it, one
+    row down for ``down`` (odd keys) and one up for ``up`` (a move the app made itself, such as
+    keeping the cursor on its run as rows come in above it, is passed over)."""
+    found: list[float] = []
+    moves = iter(drawn)
+    for number, at in enumerate(pressed, 1):
+        step = 1 if number % 2 else -1
+        for moved, shown in moves:
+            if moved == step and shown >= at:
+                found.append(shown - at)
+                break
+    return found
+
+
+def _drain(master: int, wait: float) -> None:
+    """Read what the app wrote to the terminal (so it never blocks on a full terminal)."""
+    ready, _, _ = select.select([master], [], [], wait)
+    if ready:
+        with contextlib.suppress(OSError):
+            os.read(master, 1 << 16)
+
+
+def keep_a_view(state: Path) -> None:
+    """A view kept from an earlier session, as a user's store has (the main screen, an hour ago)."""
+    view = {
+        "screen": "main",
+        "pane": "runs",
+        "run_id": None,
+        "tab": None,
+        "log_filter": None,
+        "log_search": None,
+        "log_top": None,
+        "runs_filter": None,
+        "selected_run": None,
+        "seen_at": time.time() - 3600,
+    }
+    path = state / "x-tui" / "view.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(view), encoding="utf-8")
+
+
+def main() -> int:
+    """Press keys in both apps and print how long they took to show."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=100_000)
+    parser.add_argument("--samples", type=int, default=3)
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--state", type=Path)
+    parser.add_argument("--child", choices=("bare", "x-tui"))
+    parser.add_argument("--marker", type=Path)
+    args = parser.parse_args()
+    if args.child is not None:
+        (_child_bare if args.child == "bare" else _child_xtui)(args.marker)
+        return 0
+    with tempfile.TemporaryDirectory() as scratch_name:
+        scratch = Path(scratch_name)
+        state = args.state if args.state is not None else scratch / "state"
+        if args.state is None or not (state / "compute" / "runs").is_dir():
+            make_store(state, args.runs)
+        runs = stored_runs(state)
+        found: dict[str, list[float]] = {"bare": [], "x-tui": []}
+        worst: dict[str, list[float]] = {"bare": [], "x-tui": []}
+        for index in range(args.samples + 1):  # the first pair warms up, not counted
+            for kind in ("bare", "x-tui"):
+                keep_a_view(state)
+                taken = sample(kind, state, scratch, seconds=args.seconds)
+                if index and taken:
+                    found[kind] += taken
+                    worst[kind].append(max(taken))
+    print(
+        f"keys while x-tui lists {runs:,} runs (the {args.seconds:g} s after its first screenful),"
+        f" a key every {PRESS_EVERY * 1000:.0f} ms, {args.samples} samples"
+    )
+    for kind in ("bare", "x-tui"):
+        keys = found[kind]
+        if not keys:
+            print(f"  {kind}: no key was drawn")
+            return 1
+        ms = sorted(seconds * 1000 for seconds in keys)
+        print(
+            f"  {kind:6} {len(keys):4d} keys: median {statistics.median(ms):5.1f} ms,"
+            f" 95th {ms[int(len(ms) * 0.95)]:5.1f} ms,"
+            f" worst per sample {', '.join(f'{w * 1000:.0f}' for w in worst[kind])} ms"
+        )
+    ratio = max(found["x-tui"]) / max(found["bare"])
+    print(f"  worst key, x-tui over bare: {ratio:.1f}x")
+    met = max(found["x-tui"]) <= 0.25
+    print(f"  aim, no key over 0.25 s while the store is listed: {'met' if met else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -16,6 +16,7 @@ import fcntl
 import functools
 import io
 import itertools
+import json
 import os
 import random
 import shutil
@@ -338,3 +339,13 @@ def run_x_tui(
 def _text_mode(data: bytes) -> str:
     """What ``subprocess.run(..., text=True)`` makes of a process's output (newlines too)."""
     return data.decode().replace("\r\n", "\n").replace("\r", "\n")
+
+
+def read_index_document(path: Path) -> dict[str, Any]:
+    """A store index (or head) file's fields and columns as one document, to look at or damage
+    (written back with :func:`x_tui.compute.store_index.index_text`)."""
+    from x_tui.compute.store_index import joined_document
+
+    document = joined_document([json.loads(line) for line in path.read_text().splitlines()])
+    assert document is not None, f"{path} is no index"
+    return document

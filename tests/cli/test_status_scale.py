@@ -15,10 +15,12 @@ from pathlib import Path
 
 import pytest
 
+from tests.support import read_index_document
 from x_tui.app.final_states import final_states_path, read_final_states, write_final_states
 from x_tui.cli import main, run_verbs
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunStore, handle_json
+from x_tui.compute.store_index import index_text
 
 START = dt.datetime(2026, 12, 1, 12, 0, tzinfo=dt.UTC)
 
@@ -135,9 +137,9 @@ def test_a_damaged_index_lists_the_same_runs(
     monkeypatch.setattr(run_verbs, "backend_for", lambda handle: pytest.fail("asked"))
     assert main(["status"]) == 0
     truth = capsys.readouterr().out
-    index = json.loads(store.index_path.read_text(encoding="utf-8"))
+    index = read_index_document(store.index_path)
     index["names"][0] = "../../../elsewhere.json"
-    store.index_path.write_text(json.dumps(index), encoding="utf-8")
+    store.index_path.write_text(index_text(index), encoding="utf-8")
     assert main(["status"]) == 0
     out, err = capsys.readouterr()
     assert (out, err) == (truth, "")

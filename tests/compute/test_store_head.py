@@ -3,7 +3,6 @@ is as it was when the head was made."""
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -11,11 +10,13 @@ from pathlib import Path
 import pytest
 
 from tests.compute.store_support import handle, settle, substrax_save
+from tests.support import read_index_document
 from x_tui.compute.store import RunStore
 from x_tui.compute.store_index import (
     HEAD_ROWS,
     PROJECT_HEAD_ROWS,
     PROJECT_HEADS_NAME,
+    index_text,
     project_head_name,
 )
 
@@ -100,7 +101,7 @@ def test_a_damaged_head_is_ignored_and_the_store_still_lists_every_run(
 ) -> None:
     store, newest_first = indexed_store(store)
     path = store.head_path
-    data = json.loads(path.read_text())
+    data = read_index_document(path)
     if damage == "not JSON":
         path.write_text("{not json")
     else:
@@ -115,7 +116,7 @@ def test_a_damaged_head_is_ignored_and_the_store_still_lists_every_run(
             data["total"] = "many"
         else:
             data["total"] = 1
-        path.write_text(json.dumps(data))
+        path.write_text(index_text(data))
     assert store.head() is None
     assert [run.run_id for run in store.read_all().handles] == newest_first
 
@@ -179,9 +180,9 @@ def test_a_projects_head_is_believed_only_as_the_head_is_and_only_with_its_own_r
     ours = heads / project_head_name(MINE)
     # someone else's runs under our name (a hand, or a hash's collision) add nothing
     kept = ours.read_bytes()
-    data = json.loads(kept)
+    data = read_index_document(ours)
     data["projects"] = [THEIRS] * len(data["projects"])
-    ours.write_text(json.dumps(data))
+    ours.write_text(index_text(data))
     head = store.head(MINE)
     assert head is not None
     assert [run.run_id for run in head.runs] == theirs[:HEAD_ROWS]

@@ -10,8 +10,10 @@ from pathlib import Path
 import pytest
 
 from tests.compute.store_support import handle, settle, substrax_save
+from tests.support import read_index_document
+from x_tui.compute import store_index
 from x_tui.compute.store import RunHandle, RunStore, handle_json
-from x_tui.compute.store_index import INDEX_NAME
+from x_tui.compute.store_index import INDEX_NAME, index_text
 
 
 def count_reads(store: RunStore, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
@@ -130,7 +132,7 @@ def test_a_damaged_index_never_changes_what_the_store_lists(
     index_path = store.index_path
     content = HOSTILE_INDEXES[damage]
     if content is None:
-        data = json.loads(index_path.read_text())
+        data = read_index_document(index_path)
         damaged = {
             "column of the wrong type": ("versions", 0, "2"),
             "run id not its file's": ("names", 0, f"{runs[1].run_id}.json"),
@@ -146,7 +148,7 @@ def test_a_damaged_index_never_changes_what_the_store_lists(
         else:
             column, row, value = damaged[damage]
             data[column][row] = value
-        content = json.dumps(data).encode()
+        content = index_text(data).encode()
     index_path.write_bytes(content)
     if not trusted:
         settle(store)
@@ -169,9 +171,9 @@ def test_a_tampered_entry_is_refused_field_by_field(store: RunStore) -> None:
     store.save(handle(0))
     settle(store)
     store.read_all()
-    data = json.loads(store.index_path.read_text())
+    data = read_index_document(store.index_path)
     data["settings"][0] = "[1, 2]"  # settings that are not an object
-    store.index_path.write_text(json.dumps(data))
+    store.index_path.write_text(index_text(data))
     settle(store)
     assert store.read_all().handles == (handle(0),)
 
@@ -338,3 +340,49 @@ def test_runs_saved_among_the_indexed_ones_are_listed_in_their_places(store: Run
     assert listed.handles[0].run_id == handle(25).run_id
     assert list(listed.unreadable) == [store.root / "aa-notes.json", store.root / "zz-notes.json"]
     assert RunStore(store.root).read_all() == truth  # and from the index written just now
+
+
+def test_the_index_is_written_a_few_values_a_line_and_read_back_whole(
+    store: RunStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One parse of a 27 MB index held every other thread, the app's included, some 130-200 ms.
+    monkeypatch.setattr(store_index, "INDEX_CHUNK", 2)
+    runs = [handle(index) for index in range(5)]
+    for run in runs:
+        store.save(run)
+    settle(store)
+    first = store.read_all()
+    lines = [json.loads(line) for line in store.index_path.read_text().splitlines()]
+    assert lines[0]["version"] == store_index.INDEX_VERSION
+    names = [line[1] for line in lines[1:] if line[0] == "names"]
+    assert [len(chunk) for chunk in names] == [2, 2, 1]
+    read = count_reads(store, monkeypatch)
+    again = RunStore(store.root)
+    monkeypatch.setattr(again, "_read_fields", store._read_fields)
+    assert again.read_all() == first
+    assert read == []  # every run from the index
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        [],
+        [["names", []]],
+        [{"version": 3}, {"names": []}],
+        [{"version": 3}, ["extra", [1]]],
+        [{"version": 3}, ["names", "a.json"]],
+        [{"version": 3}, ["names", [], "more"]],
+        [{"version": 3, "names": 7}, ["names", ["a.json"]]],
+    ],
+    ids=[
+        "no line",
+        "no fields",
+        "a line that is no column",
+        "a column no index has",
+        "values that are no list",
+        "a line of three",
+        "fields that hold a column",
+    ],
+)
+def test_an_index_line_that_is_not_a_columns_values_is_refused(lines: list[object]) -> None:
+    assert store_index.joined_document(lines) is None

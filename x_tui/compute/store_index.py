@@ -53,12 +53,12 @@ import operator
 import os
 import stat
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
-from x_tui.compute.worker.record_files import UnreadableRecordError, read_cache_file
+from x_tui.compute.worker.record_files import UnreadableRecordError, read_cache_lines
 from x_tui.compute.worker.records import RecordError, parse_datetime, write_atomic
 
 INDEX_NAME = "runs-index.json"
@@ -82,8 +82,11 @@ PROJECT_HEADS = 16
 PROJECT_HEAD_ROWS = 50
 """How many of a project's newest runs its head keeps (a screenful and more)."""
 
-INDEX_VERSION = 2
+INDEX_VERSION = 3
 """The layout of the index this release reads and writes (an index of another is made anew)."""
+
+INDEX_CHUNK = 5000
+"""The most values of a column on one line of the index (a line is parsed at a time)."""
 
 INDEX_BYTES = 1 << 30
 """The largest index read (some 4,000,000 runs)."""
@@ -688,7 +691,7 @@ def _document(runs_dir: Path, dir_mtime: int, built: int, files: IndexedFiles, t
         if text is None:
             text = texts[id(value)] = json.dumps(value, sort_keys=True)
         settings.append(text)
-    document = {
+    document: dict[str, object] = {
         "version": INDEX_VERSION,
         "runs_dir": str(runs_dir),
         "dir_mtime_ns": dir_mtime,
@@ -706,7 +709,44 @@ def _document(runs_dir: Path, dir_mtime: int, built: int, files: IndexedFiles, t
         "detail_starts": files.detail_starts,
         "details": files.details,
     }
-    return json.dumps(document, separators=(",", ":")) + "\n"
+    return index_text(document)
+
+
+def index_text(document: Mapping[str, object]) -> str:
+    """An index's text: its fields on the first line, then each column's values, at most
+    :data:`INDEX_CHUNK` to a line (``["names", [...]]``), so that no one parse is long."""
+    fields = {name: value for name, value in document.items() if name not in _COLUMN_TYPES}
+    lines = [json.dumps(fields, separators=(",", ":"))]
+    for name, column in document.items():
+        if name not in _COLUMN_TYPES or not isinstance(column, list):
+            continue
+        for start in range(0, max(len(column), 1), INDEX_CHUNK):
+            lines.append(
+                json.dumps([name, column[start : start + INDEX_CHUNK]], separators=(",", ":"))
+            )
+    return "\n".join(lines) + "\n"
+
+
+def joined_document(lines: Sequence[object]) -> dict[str, object] | None:
+    """The index :func:`index_text` wrote as ``lines`` (each line's value), its columns joined;
+    ``None`` when a line is not its fields or a known column's values (the index is made anew).
+    """
+    if not lines or not isinstance(lines[0], dict):
+        return None
+    document: dict[str, object] = dict(lines[0])
+    for line in lines[1:]:
+        if not (
+            isinstance(line, list)
+            and len(line) == 2
+            and line[0] in _COLUMN_TYPES
+            and isinstance(line[1], list)
+        ):
+            return None
+        column = document.setdefault(line[0], [])
+        if not isinstance(column, list):
+            return None
+        column.extend(line[1])
+    return document
 
 
 def _load(
@@ -721,7 +761,7 @@ def _load(
     is left out (its file is read again: the index is not complete).
     """
     try:
-        data = read_cache_file(path, max_bytes=max_bytes)
+        data = joined_document(read_cache_lines(path, max_bytes=max_bytes))
     except (FileNotFoundError, UnreadableRecordError, RecordError):
         return None
     if not isinstance(data, dict) or data.get("version") != INDEX_VERSION:

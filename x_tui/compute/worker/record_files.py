@@ -175,6 +175,29 @@ def read_cache_file(path: Path, *, max_bytes: int) -> object:
         UnreadableRecordError: If it cannot be read, holds too many containers, is not UTF-8 or
             not JSON; the message is the reason.
     """
+    return _loads(_cache_text(path, max_bytes), MAX_DEPTH)
+
+
+def read_cache_lines(path: Path, *, max_bytes: int) -> list[object]:
+    """The JSON value of each line of one of x-tui's large caches, bounded as
+    :func:`read_cache_file` bounds a cache.
+
+    One line is parsed at a time: a parse holds the interpreter from every other thread, and a
+    cache of tens of megabytes in one value held it some 200 ms (the app's keys and frames
+    included); a cache written in lines of some thousand values holds it a few milliseconds at a
+    time.
+
+    Raises:
+        FileNotFoundError: If there is no such file.
+        UnreadableRecordError: If it cannot be read, holds too many containers, is not UTF-8, or
+            a line is not JSON; the message is the reason.
+    """
+    text = _cache_text(path, max_bytes)
+    return [_loads(line, MAX_DEPTH) for line in text.split("\n") if line]
+
+
+def _cache_text(path: Path, max_bytes: int) -> str:
+    """A cache's text, refused as :func:`read_cache_file` says."""
     data = read_regular_file(path, max_bytes=max_bytes)
     containers = data.count(b"[") + data.count(b"{")
     if containers > len(data) // _BYTES_PER_CONTAINER + MAX_DEPTH:
@@ -186,7 +209,7 @@ def read_cache_file(path: Path, *, max_bytes: int) -> object:
     except UnicodeDecodeError as error:
         raise UnreadableRecordError(f"not UTF-8 text (byte at offset {error.start})") from None
     del data
-    return _loads(text, MAX_DEPTH)
+    return text
 
 
 def read_record_file(path: Path, read: Callable[[object], T], *, max_bytes: int) -> T:

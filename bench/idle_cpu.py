@@ -32,6 +32,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from bare_app import bare_app
+
 COLUMNS, LINES = 120, 40
 TICKS = os.sysconf("SC_CLK_TCK")
 AIM = 0.5
@@ -39,29 +41,7 @@ AIM = 0.5
 
 
 def _child_bare() -> None:
-    from rich.text import Text
-    from textual.app import App, ComposeResult
-    from textual.containers import Vertical
-    from textual.widgets import DataTable, Footer, Input, OptionList, Static
-
-    class Bare(App[None]):
-        CSS = "Screen { layout: horizontal; } Vertical { border: round $border; }"
-
-        def compose(self) -> ComposeResult:
-            with Vertical():
-                yield Static()
-                yield OptionList()
-                yield Static()
-            with Vertical():
-                yield Input()
-                table: DataTable[Text] = DataTable(cursor_type="row")
-                for name in ("Run", "Job", "Backend", "State", "Age", "Took"):
-                    table.add_column(name)
-                yield table
-                yield Static()
-            yield Footer()
-
-    Bare().run()
+    bare_app().run()
 
 
 def _child_xtui(project: Path, profile: Path | None, warmup: float, seconds: float) -> None:

@@ -8,7 +8,7 @@ from an earlier session, as a user's store has one. Once the first screenful of 
 ``down`` and ``up`` are written to the terminal in turn, one every 100 ms for ``--seconds``; the
 app notes when each move of the cursor is next drawn. A key's time is from its bytes written to
 the terminal to that frame. The reference is a bare Textual app with the same widgets and a data
-table of 30 rows, pressed the same way in the same run.
+table of 30 rows (``bench/bare_app.py``), pressed the same way in the same run.
 
     uv run python bench/keys_while_listing.py [--runs 100000] [--samples 3] [--seconds 4]
         [--state DIR]
@@ -39,7 +39,8 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from startup import COLUMNS, LINES, make_store, stored_runs
+from bare_app import bare_app
+from startup import COLUMNS, LINES, bench_store
 
 PRESS_EVERY = 0.1
 KEYS = (b"\x1b[B", b"\x1b[A")  # down, up: the cursor moves at every press
@@ -111,37 +112,16 @@ def _child_xtui(marker: Path) -> None:
 
 
 def _child_bare(marker: Path) -> None:
-    from rich.text import Text
-    from textual.app import App, ComposeResult
-    from textual.containers import Vertical
-    from textual.widgets import DataTable, Footer, Input, OptionList, Static
+    from textual.widgets import DataTable
 
     start_counting = _note_drawn_moves(DataTable, marker)
 
-    class Bare(App[None]):
-        CSS = "Screen { layout: horizontal; } Vertical { border: round $border; }"
+    def ready(app: Any) -> None:
+        app.query_one(DataTable).focus()
+        start_counting()
+        marker.write_text(f"ready {time.time()!r}\n", encoding="utf-8")
 
-        def compose(self) -> ComposeResult:
-            with Vertical():
-                yield Static()
-                yield OptionList()
-                yield Static()
-            with Vertical():
-                yield Input()
-                table: DataTable[Text] = DataTable(cursor_type="row")
-                for name in ("Run", "Job", "Backend", "State", "Age", "Took"):
-                    table.add_column(name)
-                for row in range(30):
-                    table.add_row(*(Text(f"{name} {row}") for name in "abcdef"))
-                yield table
-            yield Footer()
-
-        def on_ready(self) -> None:
-            self.query_one(DataTable).focus()
-            start_counting()
-            marker.write_text(f"ready {time.time()!r}\n", encoding="utf-8")
-
-    Bare().run()
+    bare_app(rows=30, on_ready=ready).run()
 
 
 # The parent side --------------------------------------------------------------------------------
@@ -245,10 +225,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
-        state = args.state if args.state is not None else scratch / "state"
-        if args.state is None or not (state / "compute" / "runs").is_dir():
-            make_store(state, args.runs)
-        runs = stored_runs(state)
+        state, runs = bench_store(args.state, scratch, args.runs)
         found: dict[str, list[float]] = {"bare": [], "x-tui": []}
         worst: dict[str, list[float]] = {"bare": [], "x-tui": []}
         for index in range(args.samples + 1):  # the first pair warms up, not counted

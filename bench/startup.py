@@ -59,6 +59,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bare_app import bare_app
+
 COLUMNS, LINES = 120, 40
 SCREENFUL = 30
 
@@ -67,33 +69,11 @@ SCREENFUL = 30
 
 
 def _child_bare(marker: Path) -> None:
-    from rich.text import Text
-    from textual.app import App, ComposeResult
-    from textual.containers import Vertical
-    from textual.widgets import DataTable, Footer, Input, OptionList, Static
+    def ready(app: Any) -> None:
+        _mark(marker, "frame")
+        app.exit()
 
-    class Bare(App[None]):
-        CSS = "Screen { layout: horizontal; } Vertical { border: round $border; }"
-
-        def compose(self) -> ComposeResult:
-            with Vertical():
-                yield Static()
-                yield OptionList()
-                yield Static()
-            with Vertical():
-                yield Input()
-                table: DataTable[Text] = DataTable(cursor_type="row")
-                for name in ("Run", "Job", "Backend", "State", "Age", "Took"):
-                    table.add_column(name)
-                yield table
-                yield Static()
-            yield Footer()
-
-        def on_ready(self) -> None:
-            _mark(marker, "frame")
-            self.exit()
-
-    Bare().run()
+    bare_app(on_ready=ready).run()
 
 
 def _child_xtui(marker: Path) -> None:
@@ -205,6 +185,15 @@ second = ["python", "-c", "print('{name} 2')"]
         encoding="utf-8",
     )
     return root
+
+
+def bench_store(kept: Path | None, scratch: Path, count: int) -> tuple[Path, int]:
+    """The store to measure and its run count: ``kept`` (made there with ``count`` runs the first
+    time, reused as it is after), or one of ``count`` runs made in ``scratch``."""
+    state = kept if kept is not None else scratch / "state"
+    if kept is None or not (state / "compute" / "runs").is_dir():
+        make_store(state, count)
+    return state, stored_runs(state)
 
 
 def stored_runs(state: Path) -> int:
@@ -368,10 +357,7 @@ def main() -> int:
         return 0
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
-        state = args.state if args.state is not None else scratch / "state"
-        if args.state is None or not (state / "compute" / "runs").is_dir():
-            make_store(state, args.runs)
-        runs = stored_runs(state)
+        state, runs = bench_store(args.state, scratch, args.runs)
         best, paired, paired_cpu = measure(
             state,
             scratch,

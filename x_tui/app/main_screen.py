@@ -173,8 +173,8 @@ class MainScreen(RunActionScreen):
 
     @work(thread=True, exclusive=True, group="runs-watch-load")
     def _load_watch(self) -> None:
-        # Loaded in a thread: the watch's modules take some 30 ms to load alone, and ten times
-        # that on the event loop while the rest of the store is read (each file an import opens
+        # Loaded in a thread: the watch's modules take some 30 ms to load alone, and up to
+        # 0.4 s on the event loop while the rest of the store is read (each file an import opens
         # hands the interpreter to the reading thread), with keys and frames waiting behind it.
         from x_tui.app.run_watch import WATCH_SECONDS, WatchPoller
 

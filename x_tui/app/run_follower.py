@@ -633,7 +633,7 @@ class RunFollower:
                 if complete:
                     self._scanned = True
             # Sorted outside the lock: 100,000 handles take a while, and the screen asks for
-            # states under it (a key waited 0.3 s on it as the whole store was listed).
+            # states under it (a key waited on it while they were sorted).
             handles.sort(key=lambda handle: (handle.submitted_at, handle.run_id), reverse=True)
             unreadable = {path: reason for path, reason in sorted(problems) if reason is not None}
             unreadable.update(launches_unreadable)

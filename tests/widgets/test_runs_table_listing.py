@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from dataclasses import replace
 from pathlib import Path
 
 from textual import events
@@ -108,17 +109,17 @@ def test_a_listing_taken_in_slices_ends_as_one_taken_at_once() -> None:
 
 def test_a_state_that_changes_while_a_listing_is_taken_is_shown() -> None:
     handles = _handles(200, "train")
-    newest, made_early, oldest = handles[0].run_id, handles[3].run_id, handles[-1].run_id
+    made_early, oldest = handles[HEAD + 3].run_id, handles[-1].run_id
 
     async def scenario() -> None:
-        table = RunsTable(listing_slice=5)
+        table = RunsTable(listing_slice=HEAD)  # the head taken at once
         app = _Table(table)
         async with app.run_test(size=(120, 30)) as pilot:
             table.show_stored(_stored(handles[:HEAD]))
+            assert table.shown_count == HEAD
             table.set_filter("failed")  # the filter sees the state
             table.show_stored(_stored(handles))
-            # A run the table shows, one whose row the listing has not made yet...
-            table.set_state(newest, RunState.FAILED, START.timestamp())
+            # A run whose row the listing has not made yet...
             table.set_state(oldest, RunState.FAILED, START.timestamp())
             # ...and one whose row it made in a slice already (not shown then: no state).
             for _ in range(2000):
@@ -130,7 +131,7 @@ def test_a_state_that_changes_while_a_listing_is_taken_is_shown() -> None:
             await _until_listed(app)
             await pilot.pause()
             rows = await _every_row(table)
-        assert [key for key, _ in rows] == [newest, made_early, oldest]
+        assert [key for key, _ in rows] == [made_early, oldest]
         assert {state for _, state in rows} == {"✗ failed"}
 
     asyncio.run(scenario())
@@ -194,7 +195,8 @@ def test_a_key_pressed_while_a_listing_is_taken_moves_the_cursor_before_it_is_in
             return early_states.get(run_id)
 
         async with app.run_test(size=(120, 30)) as pilot:
-            table.show_stored(_stored(handles[:HEAD]))
+            table.show_stored(_stored(handles[:HEAD]))  # (taken in slices of one too)
+            await _until_listed(app)
             table.focus()
             await pilot.pause()
             app.happened.clear()
@@ -203,5 +205,35 @@ def test_a_key_pressed_while_a_listing_is_taken_moves_the_cursor_before_it_is_in
             await pilot.pause()
         assert pressed
         assert app.happened.index("row 1") < app.happened.index("listed")
+
+    asyncio.run(scenario())
+
+
+def test_a_state_that_changes_for_a_run_whose_handle_the_listing_replaces_is_shown() -> None:
+    handles = _handles(200, "train")
+    shown = handles[1]
+    rewritten = replace(shown, details={**shown.details, "run_dir": "/nonexistent/elsewhere"})
+    listing = (handles[0], rewritten, *handles[2:])
+
+    async def scenario() -> None:
+        table = RunsTable(listing_slice=HEAD)  # the head taken at once, then shown
+        app = _Table(table)
+        async with app.run_test(size=(120, 30)) as pilot:
+            table.show_stored(_stored(handles[:HEAD]))
+            await pilot.pause()
+            assert table.highlighted_key() == handles[0].run_id
+            table.show_stored(_stored(listing))
+            # The listing has made the changed handle's row; the table still shows the old one.
+            for _ in range(2000):
+                made = table._listing_rows.get(shown.run_id)
+                if made is not None and made.handle is rewritten:
+                    break
+                await asyncio.sleep(0)
+            assert "listed" not in app.happened
+            table.set_state(shown.run_id, RunState.FAILED, START.timestamp())
+            await _until_listed(app)
+            await pilot.pause()
+            rows = dict(await _every_row(table))
+        assert rows[shown.run_id] == "✗ failed"
 
     asyncio.run(scenario())

@@ -635,13 +635,19 @@ class RunsTable(DataTable[Text]):
             state: Its state.
             ended: When it ended, if it is final.
         """
-        row = self._rows.get(run_id) or self._listing_rows.get(run_id)
+        if self._listing is not None:
+            # A row the listing makes from now on takes the state; one it made already (a new
+            # run's, or a changed handle's in place of the shown row) is told, and placed again
+            # as it ends (the filter and the sort may see the state).
+            self._listing_late[run_id] = (state, ended)
+            made = self._listing_rows.get(run_id)
+            if made is not None and made is not self._rows.get(run_id):
+                made.state, made.ended, made.problem = state, ended, None
+                if self._listing_placed.pop(run_id, None) is not None:
+                    self._listing_rest.append(made)
+        row = self._rows.get(run_id)
         if row is None:
-            if self._listing is not None:
-                self._listing_late[run_id] = (state, ended)
             return
-        if self._listing_placed.pop(run_id, None) is not None:
-            self._listing_rest.append(row)  # (the filter and the sort may see the state)
         row.state, row.ended, row.problem = state, ended, None
         if run_id in self._shown:
             self._rewrite(row)
@@ -654,11 +660,14 @@ class RunsTable(DataTable[Text]):
             run_id: The run.
             reason: The backend's message (untrusted); ``None`` once it answers again.
         """
-        row = self._rows.get(run_id) or self._listing_rows.get(run_id)
+        made = self._listing_rows.get(run_id)
+        if made is not None and made is not self._rows.get(run_id):
+            made.problem = reason  # (a listing's row made already: see set_state)
+            if self._listing_placed.pop(run_id, None) is not None:
+                self._listing_rest.append(made)
+        row = self._rows.get(run_id)
         if row is None or row.problem == reason:
             return
-        if self._listing_placed.pop(run_id, None) is not None:
-            self._listing_rest.append(row)
         row.problem = reason
         if run_id in self._shown:
             self._rewrite(row)

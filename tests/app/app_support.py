@@ -9,13 +9,14 @@ deadline (a failure, never a measured threshold).
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import json
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from tests.support import DEADLINE, QUICK_POLLS
@@ -136,8 +137,10 @@ def keep_final_states(state: Path, states: dict[str, tuple[RunState, float]]) ->
     path.write_text(json.dumps({"version": 1, "runs": runs}), encoding="utf-8")
 
 
-def hold_whole_listing(service: Service) -> threading.Event:
-    """Keep ``service``'s store from being read whole until the event returned is set."""
+@contextlib.contextmanager
+def whole_listing_held(service: Service) -> Iterator[threading.Event]:
+    """Keep ``service``'s store from being read whole until the event given is set, or the
+    block ends."""
     release = threading.Event()
     real_listing = service.store.listing
 
@@ -146,4 +149,7 @@ def hold_whole_listing(service: Service) -> threading.Event:
         return real_listing()
 
     service.store.listing = held_listing  # type: ignore[method-assign]
-    return release
+    try:
+        yield release
+    finally:
+        release.set()

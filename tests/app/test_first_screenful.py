@@ -26,7 +26,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunListing, RunStore, StoredRuns
 from x_tui.compute.store_index import HEAD_ROWS
 
-from .app_support import hold_whole_listing, keep_final_states, pyproject_text, save_handle
+from .app_support import keep_final_states, pyproject_text, save_handle, whole_listing_held
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 COUNT = HEAD_ROWS + 50
@@ -205,9 +205,8 @@ async def test_the_runs_table_shows_the_first_screenful_before_the_store_is_read
         {run: (RunState.CANCELLED, 5.0) for run in newest_first},
     )
     service = Service()
-    release = hold_whole_listing(service)
     app = XTuiApp(None, service=service, poll=False)
-    try:
+    with whole_listing_held(service) as release:
         async with app.run_test(size=(120, 40)) as pilot:
             table = app.main_screen.runs
             await wait_until(pilot, lambda: table.row_count >= 30, "a screenful of runs")
@@ -216,8 +215,6 @@ async def test_the_runs_table_shows_the_first_screenful_before_the_store_is_read
             assert "cancelled" in str(table.get_row(newest_first[0]))
             release.set()
             await wait_until(pilot, lambda: table.shown_count == COUNT, "every run")
-    finally:
-        release.set()
 
 
 @asynchronous
@@ -337,9 +334,8 @@ async def test_a_projects_runs_that_are_not_the_newest_are_in_its_first_screenfu
     os.utime(store.root, (past, past))
     store.read_all()  # the index, its head and our project's head made, as by an earlier start
     service = Service()
-    release = hold_whole_listing(service)
     app = XTuiApp(project, service=service, poll=False)
-    try:
+    with whole_listing_held(service) as release:
         async with app.run_test(size=(120, 40)) as pilot:
             table = app.main_screen.runs
             await wait_until(pilot, lambda: table.shown_count == len(ours), "our runs")
@@ -353,8 +349,6 @@ async def test_a_projects_runs_that_are_not_the_newest_are_in_its_first_screenfu
             release.set()
             everyone = len(ours) + len(theirs)
             await wait_until(pilot, lambda: table.shown_count == everyone, "every run")
-    finally:
-        release.set()
 
 
 def test_a_newest_run_still_going_is_polled_before_the_store_is_read_whole(

@@ -24,7 +24,7 @@ from x_tui.app.service import Service
 from x_tui.compute.store import RunStore
 from x_tui.compute.store_index import HEAD_ROWS
 
-from .app_support import hold_whole_listing, save_handle
+from .app_support import save_handle, whole_listing_held
 
 
 @pytest.fixture
@@ -79,9 +79,8 @@ async def test_the_collector_is_held_until_the_store_is_listed_then_skips_what_w
             seen_before_the_frame.append(gc.isenabled())
 
     service = Service()
-    release = hold_whole_listing(service)
     app = Watched(None, service=service, poll=False)
-    try:
+    with whole_listing_held(service) as release:
         async with app.run_test(size=(120, 40)) as pilot:
             table = app.main_screen.runs
             await wait_until(pilot, lambda: table.shown_count == HEAD_ROWS, "the newest runs")
@@ -95,8 +94,6 @@ async def test_the_collector_is_held_until_the_store_is_listed_then_skips_what_w
             # the store's handles and the table's rows.
             assert gc.get_freeze_count() > frozen + 10_000
             assert gc.get_threshold() == GARBAGE_THRESHOLDS
-    finally:
-        release.set()
 
 
 @asynchronous
@@ -109,14 +106,11 @@ async def test_a_store_never_listed_whole_still_lets_the_collector_go(
     monkeypatch.setattr(app_module, "GARBAGE_HOLD_SECONDS", 0.3)
     hold_garbage_until_listed()
     service = Service()
-    release = hold_whole_listing(service)
     app = XTuiApp(None, service=service, poll=False)
-    try:
+    with whole_listing_held(service):
         async with app.run_test(size=(120, 40)) as pilot:
             await wait_until(pilot, gc.isenabled, "the collector let go")
             assert app.main_screen.runs.shown_count == HEAD_ROWS  # still not listed whole
-    finally:
-        release.set()
 
 
 @asynchronous

@@ -95,6 +95,25 @@ async def test_a_run_the_cli_submits_from_another_process_appears_and_succeeds(
 
 
 @asynchronous
+async def test_a_run_comes_into_a_state_filter_when_it_reaches_that_state(
+    state_dir: Path, project: Path
+) -> None:
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: app.main_screen.jobs.job_names != (), "the jobs")
+        await pilot.press("tab", "slash", *"succeeded", "enter")
+        await wait_until(pilot, lambda: table.filter_text == "succeeded", "the filter")
+        run_id = submit_with_cli(project, "quick")
+        await wait_until(pilot, lambda: len(app.monitor.stored.handles) == 1, "the CLI's run")
+        if app.monitor.state_of(run_id) is not RunState.SUCCEEDED:
+            assert run_id not in table.rows  # pending or running: not what the filter asks for
+        await wait_until(pilot, lambda: run_id in table.rows, "the run once it succeeded")
+        assert app.monitor.state_of(run_id) is RunState.SUCCEEDED
+        assert "Runs · 1 of 1 matching succeeded" in screen_text(app)
+
+
+@asynchronous
 async def test_editing_pyproject_reloads_the_job_browser(state_dir: Path, project: Path) -> None:
     app = make_app(project)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -387,6 +387,8 @@ class MainScreen(RunActionScreen):
         monitor = monitor_of(self.app)
         ended = monitor.ended_at(message.run_id) if monitor is not None else None
         self.runs.set_state(message.run_id, message.state, ended)
+        if self.runs.filter_text:  # the run may have come into the filter or left it
+            self._title_runs()
         self._describe_highlighted()
 
     def _run_status_failed(self, message: RunStatusFailed) -> None:

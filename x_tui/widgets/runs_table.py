@@ -101,6 +101,8 @@ LISTING_SLICE = 4000
 """Runs of a listing taken in per turn of the event loop: a listing of more (the whole store, read
 after its newest runs are on the screen) is taken a slice at a time, keys and frames going on
 between the slices, rather than in one turn (0.37-0.49 s for 100,000 runs)."""
+_STATE_SORTS = frozenset({"state", "duration"})
+"""The sorts a run's state change can move its row in."""
 _Pending = tuple[SortKey, RunRow]
 _Placed = tuple[bool, SortKey, RunRow]
 """Whether a row of a listing being taken is shown, its sort key, the row."""
@@ -191,6 +193,7 @@ class RunsTable(DataTable[Text]):
         """The state changes that came for runs it has no row for yet (their rows take them)."""
         self._adding = False
         self._to_last = False
+        self._reorder_due = False
         self._watch: dict[str, WatchCells] = {}
         self._project: str | None = None
         self._project_only = True
@@ -628,7 +631,8 @@ class RunsTable(DataTable[Text]):
             self._reorder()
 
     def set_state(self, run_id: str, state: RunState, ended: float | None = None) -> None:
-        """Show a run's new state.
+        """Show a run's new state: under a filter that sees it, or a sort by state or duration,
+        its row comes, goes or moves as the next listing would place it.
 
         Args:
             run_id: The run.
@@ -652,6 +656,50 @@ class RunsTable(DataTable[Text]):
         if run_id in self._shown:
             self._rewrite(row)
         self._rewrite_group_of(row)
+        self._place_again(row)
+
+    def _place_again(self, row: RunRow) -> None:
+        """After a run's state changed: show or hide its row, and its sweep's group row, as the
+        filter now sees them (``/failed`` shows a run the moment it fails), and put them where
+        a sort by state or duration now puts them."""
+        if not self._filter and self._sort not in _STATE_SORTS:
+            return
+        placed = [row]
+        if row.member is not None:
+            group = self._groups.get(group_key(row.member.sweep.sweep_id))
+            if group is not None:
+                placed.append(group)
+        moving = self._sort in _STATE_SORTS
+        for each in placed:
+            wanted = self._matches(each)
+            if each.key in self._shown and not wanted:
+                self._drop(each.key)
+            elif each.key not in self._shown and wanted:
+                self._insert([each])
+            elif wanted and moving and len(placed) == 1:
+                self._move(each)
+        if moving and len(placed) > 1 and not self._reorder_due:
+            # A sweep's runs sort under their group row, which sorts by all of them: the table is
+            # put in order again, once for the turn however many of its runs end in it.
+            self._reorder_due = True
+            self.call_later(self._reorder_now)
+
+    def _move(self, row: RunRow) -> None:
+        """Put a shown row where the order in force now puts it (the cursor kept on its run)."""
+        cursor = self.highlighted_key()
+        if row.key not in self.rows:
+            self._pending = [item for item in self._pending if item[1] is not row]
+        self._drop(row.key)
+        self._insert([row])
+        if cursor == row.key:
+            self._build_through(cursor)
+        if cursor is not None and cursor in self.rows:
+            self.move_cursor(row=self.get_row_index(cursor), animate=False)
+
+    def _reorder_now(self) -> None:
+        self._reorder_due = False
+        if self._sort in _STATE_SORTS:
+            self._reorder()
 
     def set_problem(self, run_id: str, reason: str | None) -> None:
         """Show that a run's backend could not say where it is, or that it answers again.

@@ -1,0 +1,144 @@
+"""A run's state changes while the table is filtered or sorted by what the state decides: the
+row comes, goes or moves at once, as it would on the next listing, not only when one comes."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+from textual.app import App, ComposeResult
+
+from tests.support import asynchronous, local_handle, wait_until
+from x_tui.compute.backend import RunState
+from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.compute.sweeps import StoredSweeps, Sweep, SweepAxis, SweepRun
+from x_tui.widgets.runs_table import RunsTable
+
+START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+
+
+def _handles(count: int, job: str = "train") -> tuple[RunHandle, ...]:
+    """``count`` runs of ``job``, newest first."""
+    made = []
+    for index in range(count):
+        moment = START + dt.timedelta(minutes=index)
+        made.append(local_handle(f"{job}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}", moment))
+    return tuple(reversed(made))
+
+
+class _Table(App[None]):
+    def __init__(self, table: RunsTable) -> None:
+        super().__init__()
+        self.table = table
+
+    def compose(self) -> ComposeResult:
+        yield self.table
+
+
+def _keys(table: RunsTable) -> list[str]:
+    return [str(row.key.value) for row in table.ordered_rows]
+
+
+@asynchronous
+async def test_a_filter_on_a_state_shows_a_run_that_comes_to_it_and_hides_one_that_leaves() -> None:
+    handles = _handles(6)
+    states = {handle.run_id: RunState.RUNNING for handle in handles}
+    starting = handles[1].run_id
+    states[starting] = RunState.PENDING
+    table = RunsTable()
+    async with _Table(table).run_test(size=(100, 20)) as pilot:
+        table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
+        table.set_filter("running")
+        await pilot.pause()
+        assert starting not in _keys(table)
+        assert table.shown_count == 5
+        ending = handles[3].run_id
+        table.set_state(starting, RunState.RUNNING)
+        table.set_state(ending, RunState.SUCCEEDED, START.timestamp())
+        await pilot.pause()
+        shown = _keys(table)
+        assert starting in shown  # where the newest-first order puts it
+        assert shown == [h.run_id for h in handles if h.run_id != ending]
+        assert table.shown_count == 5
+        table.set_filter("")
+        await pilot.pause()
+        assert len(_keys(table)) == 6
+
+
+@asynchronous
+async def test_a_sort_by_state_moves_a_run_whose_state_changes() -> None:
+    handles = _handles(5)
+    states = {handle.run_id: RunState.RUNNING for handle in handles}
+    table = RunsTable()
+    async with _Table(table).run_test(size=(100, 20)) as pilot:
+        table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
+        while table.sort_column != "state":
+            table.action_next_sort()
+        await pilot.pause()
+        newest = handles[0].run_id
+        assert _keys(table)[0] == newest  # one state: newest first
+        table.set_state(newest, RunState.SUCCEEDED, START.timestamp())
+        # Pending, running, failed, cancelled, succeeded: the finished run goes below the others.
+        await wait_until(pilot, lambda: _keys(table)[-1] == newest, "the finished run last")
+        assert _keys(table)[:-1] == [h.run_id for h in handles[1:]]
+
+
+@asynchronous
+async def test_a_sweep_shows_under_a_state_filter_once_one_of_its_runs_comes_to_that_state() -> (
+    None
+):
+    handles = _handles(3, "grid")
+    alone = _handles(1, "solo")[0]
+    sweep = Sweep(
+        sweep_id="sweep-grid-20260919T120000Z-0123abcd",
+        job="grid",
+        backend="local",
+        project="/home/user/sample",
+        created_at=START,
+        axes=(SweepAxis(name="LR", values=("1", "2", "3")),),
+        runs=tuple(
+            SweepRun(run_id=handle.run_id, parameters={"LR": str(n)})
+            for n, handle in enumerate(handles, 1)
+        ),
+    )
+    states = {handle.run_id: RunState.RUNNING for handle in (*handles, alone)}
+    table = RunsTable()
+    async with _Table(table).run_test(size=(100, 20)) as pilot:
+        table.show_sweeps(StoredSweeps(sweeps=(sweep,), unreadable={}))
+        table.show_stored(
+            StoredRuns(handles=(alone, *handles), unreadable={Path("/x.json"): "bad"}),
+            states=states.get,
+        )
+        table.set_filter("failed")
+        await pilot.pause()
+        assert _keys(table) == []
+        table.set_state(handles[1].run_id, RunState.FAILED, START.timestamp())
+        await pilot.pause()
+        assert _keys(table) == [f"sweep:{sweep.sweep_id}", handles[1].run_id]
+
+
+@asynchronous
+async def test_a_run_not_built_yet_moves_to_its_place_and_the_cursor_stays_on_its_run() -> None:
+    handles = _handles(500)
+    states = {handle.run_id: RunState.RUNNING for handle in handles}
+    table = RunsTable(page_rows=20)
+    async with _Table(table).run_test(size=(100, 20)) as pilot:
+        table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
+        while table.sort_column != "state":
+            table.action_next_sort()
+        await pilot.press("down", "down", "down")
+        chosen = table.highlighted_key()
+        assert chosen == handles[3].run_id
+        oldest = handles[-1].run_id
+        assert oldest not in table.rows  # far below the built page
+        table.set_state(oldest, RunState.PENDING)  # requeued: pending sorts first
+        await pilot.pause()
+        assert _keys(table)[0] == oldest
+        assert table.highlighted_key() == chosen
+        assert table.row_count < 100  # moved alone: the rest are not built for it
+        table.set_state(chosen, RunState.FAILED, START.timestamp())  # the cursor's own run
+        await pilot.pause()
+        assert table.highlighted_key() == chosen  # followed to the bottom, built down to it
+        assert table.cursor_row == 499
+        rest = [h.run_id for h in handles[:-1] if h.run_id != chosen]
+        assert _keys(table) == [oldest, *rest, chosen]

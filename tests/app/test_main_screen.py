@@ -347,3 +347,53 @@ async def test_a_new_run_arrives_at_the_top_and_takes_a_cursor_that_was_there(
         await wait_until(pilot, lambda: table.row_count == 3, "the newest run")
         assert table.get_row_index("newest-20260919T140000Z-0a0a0a") == 0
         assert table.highlighted_key() == "older-20260919T120000Z-0a0b0c"
+
+
+@asynchronous
+async def test_the_jobs_pane_gives_way_to_the_runs_columns_down_to_its_least_width(
+    state_dir: Path,
+) -> None:
+    from x_tui.app.main_screen import JOBS_LEAST
+
+    def jobs_width() -> int:
+        return app.main_screen.query_one("#jobs-pane").outer_size.width
+
+    save_handle(
+        state_dir,
+        run_id="train-20260919T090000Z-abc001",
+        job="train",
+        submitted_at=EARLIER,
+        project="/home/user/vision",
+    )
+    app = make_app(None)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.main_screen.runs
+        await wait_until(pilot, lambda: table.row_count == 1, "the run")
+        # Every column of the run is on the screen: none cut off on the right.
+        await wait_until(
+            pilot,
+            lambda: table.virtual_size.width <= table.scrollable_content_region.width,
+            "the runs pane as wide as its columns",
+        )
+        assert "Backend" in screen_text(app)
+        assert JOBS_LEAST < jobs_width() < 40  # (a third of the screen)
+        # A run of a longer job and project: the jobs pane gives way down to its least width.
+        save_handle(
+            state_dir,
+            run_id="evaluate-on-held-out-set-20260919T100000Z-abc002",
+            job="evaluate-on-held-out-set",
+            submitted_at=EARLIER.replace(hour=10),
+            project="/home/user/vision-transformer-pretraining",
+        )
+        await wait_until(pilot, lambda: table.row_count == 2, "the second run")
+        await wait_until(pilot, lambda: jobs_width() == JOBS_LEAST, "the jobs pane at its least")
+        assert table.virtual_size.width > table.scrollable_content_region.width
+        # Wider, the runs pane takes its columns' width; narrower again, the least holds.
+        await pilot.resize_terminal(200, 40)
+        await wait_until(
+            pilot,
+            lambda: table.virtual_size.width <= table.scrollable_content_region.width,
+            "every column on the screen at 200 columns",
+        )
+        await pilot.resize_terminal(125, 40)
+        await wait_until(pilot, lambda: jobs_width() == JOBS_LEAST, "the least at 125 columns")

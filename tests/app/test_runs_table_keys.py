@@ -14,7 +14,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.worker.manifest import TaskStatus
 from x_tui.widgets.runs_table import RunsTable
 
-from .app_support import keep_final_states, make_app, save_handle
+from .app_support import keep_final_states, make_app, save_handle, screen_text
 from .screens_support import NOW, finished_run, notices, submitted, write_project
 
 SIZE = (80, 24)
@@ -72,14 +72,33 @@ async def test_only_this_projects_runs_show_until_p(state_dir: Path, project: Pa
         assert THEIRS not in _keys(table)
         pane = app.main_screen.query_one("#runs-pane")
         assert str(pane.border_title) == "Runs · 3 of 4 · sample"
+        # One project's runs: its name is in the title, not in a column of its own (as k9s
+        # shows a namespace column only across namespaces).
+        assert "project" not in table.columns
+        assert "Project" not in screen_text(app).splitlines()[1]  # the table's headings
 
         await pilot.press("p")
         await wait_until(pilot, lambda: table.row_count == 4, "every project's runs")
         assert _keys(table)[0] == THEIRS
         assert str(pane.border_title) == "Runs · 4 · all projects"
+        assert [str(column.label) for column in table.ordered_columns][4:6] == ["Job", "Project"]
+        assert table.get_cell(THEIRS, "project").plain == "elsewhere"
+        for _ in range(5):  # run, state, duration, job, project
+            await pilot.press("o")
+        await wait_until(pilot, lambda: table.sort_column == "project", "sorted by project")
+        await pilot.press("O")  # sample, then elsewhere
+        await pilot.pause()
+        assert _keys(table) == [MINE[2], MINE[1], MINE[0], THEIRS]
 
         await pilot.press("p")
         await wait_until(pilot, lambda: table.row_count == 3, "this project's runs again")
+        assert "project" not in table.columns
+        assert table.sort_column is None  # sorted by a column no longer shown: newest first
+        assert _keys(table) == [MINE[2], MINE[1], MINE[0]]
+        assert str(table.ordered_columns[2].label) == "Age▼"
+        await pilot.press("o", "o", "o", "o", "o")  # run, state, duration, job, backend
+        await pilot.pause()
+        assert table.sort_column == "backend"
 
 
 @asynchronous

@@ -40,6 +40,7 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.containers import Vertical
+from textual.css.scalar import Scalar
 from textual.message import Message
 from textual.widgets import DataTable, Input, Static
 
@@ -69,6 +70,8 @@ if TYPE_CHECKING:  # the project is read, and the runs watched, after the first 
 
 WIDE_COLUMNS = 120
 """From this many columns the two panes are shown side by side."""
+JOBS_LEAST = 30
+"""The fewest columns the jobs pane gives way to the runs pane's columns (side by side)."""
 
 
 @dataclass
@@ -163,9 +166,25 @@ class MainScreen(RunActionScreen):
             self.runs.show_sweeps(context.monitor.sweeps)
             self._show_runs(RunsChanged(context.monitor.stored, False))
             context.monitor_events.subscribe(self, self._monitor_event)
+        self.watch(self.runs, "virtual_size", self._fit_runs_pane, init=False)
         # Read, and watched, once the first frame is drawn: neither shows in it, and the modules
         # they load and the thread that reads would take the interpreter from drawing it.
         self.call_after_refresh(self._after_first_frame)
+
+    def on_resize(self) -> None:
+        """Fit the runs pane to the new width."""
+        self._fit_runs_pane()
+
+    def _fit_runs_pane(self) -> None:
+        """Give the runs pane the width its table's columns take, where the screen has it: the
+        jobs pane gives way to it down to :data:`JOBS_LEAST` columns, so the runs' columns are
+        not cut off on the right while the jobs pane has room to spare."""
+        table = self.runs
+        needed = table.virtual_size.width + table.styles.scrollbar_size_vertical + 2  # borders
+        least = min(needed, max(0, self.size.width - JOBS_LEAST))
+        pane = self.query_one("#runs-pane")
+        if pane.styles.min_width != Scalar.from_number(least):
+            pane.styles.min_width = least
 
     def _after_first_frame(self) -> None:
         self.action_reload(store=False)

@@ -20,8 +20,9 @@ listing is in, and a state change, a filter or a newer listing that comes meanwh
 
 Columns come in the order they give way in a narrow terminal (the rightmost first): the run id
 and its state stay. By default only the runs of the project the app was opened on are shown
-(``p`` shows every project's); ``o`` sorts by the next column and ``O`` turns the order round (the
-sorted column's heading carries ▼ or ▲); a sweep's runs stay under their group row, in grid order.
+(``p`` shows every project's, and only then the Project column); ``o`` sorts by the next column
+and ``O`` turns the order round (the sorted column's heading carries ▼ or ▲); a sweep's runs stay
+under their group row, in grid order.
 
 | Key | Action |
 | --- | --- |
@@ -77,8 +78,11 @@ COLUMNS: tuple[tuple[str, str, int | None], ...] = (
 """(column key, heading, fixed width or ``None`` to fit the content) of each column, in order:
 the order they give way in when the terminal is narrow, the rightmost first."""
 
-SORTS: tuple[str | None, ...] = (None, *(key for key, _, _ in COLUMNS if key != "age"))
-"""What ``o`` cycles through: newest first (``None``, the Age column), then each other column."""
+COLUMN_KEYS = tuple(key for key, _, _ in COLUMNS)
+
+SORTS: tuple[str | None, ...] = (None, *(key for key in COLUMN_KEYS if key != "age"))
+"""What ``o`` cycles through: newest first (``None``, the Age column), then each other column
+shown."""
 
 WATCH_COLUMNS: tuple[tuple[str, str, int, int], ...] = (
     ("progress", "Progress", 16, 70),
@@ -199,6 +203,10 @@ class RunsTable(DataTable[Text]):
         self._project_only = True
         self._sort: str | None = None
         self._descending = True
+        self._columns: tuple[str, ...] = ()
+        """The keys of the columns of :data:`COLUMNS` shown, in order."""
+        self._picks: tuple[int, ...] | None = None
+        """Where each of them is in :data:`COLUMNS` (``None``: every column is shown)."""
         self._state_styles: StateStyles | None = None
         self._laid_out = False
         """Whether the first frame with the table in it was drawn (before it, a screenful of
@@ -210,9 +218,7 @@ class RunsTable(DataTable[Text]):
 
     def on_mount(self) -> None:
         """Add the columns."""
-        for key, heading, width in COLUMNS:
-            self.add_column(Text(heading), key=key, width=width)
-        self._label_columns()
+        self._add_columns()
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
 
     @property
@@ -344,9 +350,10 @@ class RunsTable(DataTable[Text]):
         self.post_message(self.ViewChanged())
 
     def action_next_sort(self) -> None:
-        """Sort by the next column (after the last, newest first again)."""
-        position = SORTS.index(self._sort)
-        self._sort = SORTS[(position + 1) % len(SORTS)]
+        """Sort by the next column shown (after the last, newest first again)."""
+        sorts = [key for key in SORTS if key is None or key in self._columns]
+        position = sorts.index(self._sort) if self._sort in sorts else 0
+        self._sort = sorts[(position + 1) % len(sorts)]
         self._descending = self._sort in (None, "duration")
         self._sorted()
 
@@ -360,6 +367,31 @@ class RunsTable(DataTable[Text]):
         self._label_columns()
         self._reorder()
         self.post_message(self.ViewChanged())
+
+    def _wanted_columns(self) -> tuple[str, ...]:
+        """The columns to show: the Project column only while the runs of every project are
+        (as k9s shows a namespace column only across namespaces); within one project the
+        pane's title names it, and its width goes to the others."""
+        if self.project_filter is not None:
+            return tuple(key for key in COLUMN_KEYS if key != "project")
+        return COLUMN_KEYS
+
+    def _add_columns(self) -> None:
+        """Add the columns wanted now (the table has none), labelled with the sort."""
+        self._columns = self._wanted_columns()
+        picks = tuple(COLUMN_KEYS.index(key) for key in self._columns)
+        self._picks = None if self._columns == COLUMN_KEYS else picks
+        if self._sort is not None and self._sort not in self._columns:
+            self._sort, self._descending = None, True
+        for key, heading, width in COLUMNS:
+            if key in self._columns:
+                self.add_column(Text(heading), key=key, width=width)
+        self._label_columns()
+
+    def _cells(self, row: RunRow, now: float) -> tuple[Text, ...]:
+        """The row's cells in the columns shown."""
+        cells = run_rows.cells(row, now, self.state_styles, self._members.get(row.key, ()))
+        return cells if self._picks is None else tuple(cells[place] for place in self._picks)
 
     def _label_columns(self) -> None:
         sorted_by = self._sort if self._sort is not None else "age"
@@ -861,7 +893,10 @@ class RunsTable(DataTable[Text]):
         cursor's row if further); the cursor stays on its row, or on the first row with
         ``keep_top`` if it was there (as a re-sort keeps it)."""
         cursor = None if keep_top and self.cursor_row == 0 else self.highlighted_key()
-        self.clear()
+        new_columns = self._wanted_columns() != self._columns
+        self.clear(columns=new_columns)
+        if new_columns:
+            self._add_columns()
         self._shown.clear()
         self._pending.clear()
         self._oldest = None
@@ -871,6 +906,8 @@ class RunsTable(DataTable[Text]):
             self._build_through(cursor)
             if cursor in self.rows:
                 self.move_cursor(row=self.get_row_index(cursor))
+        if new_columns and self._watch:
+            self.show_watch(self._watch)
 
     def _insert(self, rows: list[RunRow]) -> None:
         self._insert_keyed([(self._sort_key(row), row) for row in rows])
@@ -962,10 +999,7 @@ class RunsTable(DataTable[Text]):
             if above:
                 needs_sort = True
             self._oldest = order if self._oldest is None else min(self._oldest, order)
-            self.add_row(
-                *run_rows.cells(row, now, self.state_styles, self._members.get(row.key, ())),
-                key=row.key,
-            )
+            self.add_row(*self._cells(row, now), key=row.key)
             added += 1
             self._schedule(row, rearm=False)
         del self._pending[:taken]
@@ -1007,10 +1041,7 @@ class RunsTable(DataTable[Text]):
     def _rewrite(self, row: RunRow) -> None:
         if row.key not in self.rows:
             return
-        values = run_rows.cells(
-            row, self._clock(), self.state_styles, self._members.get(row.key, ())
-        )
-        for (key, _, _), cell in zip(COLUMNS, values, strict=True):
+        for key, cell in zip(self._columns, self._cells(row, self._clock()), strict=True):
             self.update_cell(row.key, key, cell)
         self._schedule(row)
 

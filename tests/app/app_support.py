@@ -19,7 +19,9 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from tests.support import DEADLINE, QUICK_POLLS
+from textual.pilot import Pilot
+
+from tests.support import DEADLINE, QUICK_POLLS, wait_until
 from x_tui.app.app import XTuiApp
 from x_tui.app.run_follower import PollIntervals
 from x_tui.app.service import Service
@@ -27,6 +29,7 @@ from x_tui.app.settings import Settings
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, RunListing, RunStore
 from x_tui.compute.worker.records import dumps_pretty
+from x_tui.widgets.runs_table import RunsTable
 
 QUICK_JOB = """
 [tool.substrax.compute.jobs.quick]
@@ -83,6 +86,14 @@ def make_app(
 def screen_text(app: XTuiApp) -> str:
     """Every character the screen shows now, line by line."""
     return "\n".join(strip.text for strip in app.screen._compositor.render_strips())
+
+
+async def jobs_shown(pilot: Pilot[None]) -> RunsTable:
+    """Wait for the project's jobs on the main screen of ``pilot``'s app; its runs table."""
+    screen = pilot.app.main_screen  # type: ignore[attr-defined]
+    await wait_until(pilot, lambda: screen.jobs.job_names != (), "the jobs")
+    runs: RunsTable = screen.runs
+    return runs
 
 
 def submit_with_cli(project: Path, job: str) -> str:

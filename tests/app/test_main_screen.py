@@ -14,6 +14,7 @@ from x_tui.widgets.problem_panel import ProblemPanel
 
 from .app_support import (
     QUICK_JOB,
+    jobs_shown,
     make_app,
     pyproject_text,
     save_handle,
@@ -71,8 +72,7 @@ async def test_a_run_the_cli_submits_from_another_process_appears_and_succeeds(
 ) -> None:
     app = make_app(project)
     async with app.run_test(size=(120, 40)) as pilot:
-        table = app.main_screen.runs
-        await wait_until(pilot, lambda: app.main_screen.jobs.job_names != (), "the jobs")
+        table = await jobs_shown(pilot)
         assert table.row_count == 0
         run_id = submit_with_cli(project, "quick")
         await wait_until(pilot, lambda: run_id in table.rows, "the CLI's run in the table")
@@ -100,8 +100,7 @@ async def test_a_run_comes_into_a_state_filter_when_it_reaches_that_state(
 ) -> None:
     app = make_app(project)
     async with app.run_test(size=(120, 40)) as pilot:
-        table = app.main_screen.runs
-        await wait_until(pilot, lambda: app.main_screen.jobs.job_names != (), "the jobs")
+        table = await jobs_shown(pilot)
         await pilot.press("tab", "slash", *"succeeded", "enter")
         await wait_until(pilot, lambda: table.filter_text == "succeeded", "the filter")
         run_id = submit_with_cli(project, "quick")

@@ -23,7 +23,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.sweeps import Sweep, SweepAxis, SweepRun, SweepStore, parse_sweep
 from x_tui.widgets.runs_table import RunsTable
 
-from .app_support import make_app, save_handle, screen_text
+from .app_support import jobs_shown, make_app, save_handle, screen_text
 from .screens_support import write_project
 
 EARLIER = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
@@ -66,8 +66,7 @@ async def test_a_sweep_the_cli_submits_from_another_process_shows_grouped(
 ) -> None:
     app = make_app(project)
     async with app.run_test(size=(120, 40)) as pilot:
-        table = app.main_screen.runs
-        await wait_until(pilot, lambda: app.main_screen.jobs.job_names != (), "the jobs")
+        table = await jobs_shown(pilot)
         sweep = _sweep_with_cli(project, "quick", "LR=1e-4,3e-4")
         first, second = sweep.run_ids
         group = f"sweep:{sweep.sweep_id}"

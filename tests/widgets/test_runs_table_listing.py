@@ -5,32 +5,20 @@ state change, a newer listing or a new filter that comes meanwhile is not lost."
 from __future__ import annotations
 
 import asyncio
-import datetime as dt
 from dataclasses import replace
 from pathlib import Path
 
 from textual import events
-from textual.app import App, ComposeResult
 from textual.widgets import DataTable
 
-from tests.support import local_handle
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.widgets.runs_table import RunsTable
 
-START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
+from .table_support import START, TableApp, runs_newest_first
+
 HEAD = 20
 """The newest runs, listed first (as the store's head is)."""
-
-
-def _handles(count: int, *jobs: str) -> tuple[RunHandle, ...]:
-    """``count`` runs, newest first, of ``jobs`` in turn."""
-    made = []
-    for index in range(count):
-        moment = START + dt.timedelta(minutes=index)
-        job = jobs[index % len(jobs)]
-        made.append(local_handle(f"{job}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}", moment))
-    return tuple(reversed(made))
 
 
 def _stored(handles: tuple[RunHandle, ...], **unreadable: str) -> StoredRuns:
@@ -40,16 +28,12 @@ def _stored(handles: tuple[RunHandle, ...], **unreadable: str) -> StoredRuns:
     )
 
 
-class _Table(App[None]):
+class _Table(TableApp):
     """The table alone; notes when a listing is in and when the cursor moves."""
 
     def __init__(self, table: RunsTable) -> None:
-        super().__init__()
-        self.table = table
+        super().__init__(table)
         self.happened: list[str] = []
-
-    def compose(self) -> ComposeResult:
-        yield self.table
 
     def on_runs_table_listed(self) -> None:
         self.happened.append("listed")
@@ -79,7 +63,7 @@ async def _every_row(table: RunsTable) -> list[tuple[str, str]]:
 
 
 def test_a_listing_taken_in_slices_ends_as_one_taken_at_once() -> None:
-    handles = _handles(300, "train", "eval")
+    handles = runs_newest_first(300, "train", "eval")
     states = {handle.run_id: RunState.SUCCEEDED for handle in handles[::3]}
     stored = _stored(handles, bad="not JSON", worse="too large")
 
@@ -108,7 +92,7 @@ def test_a_listing_taken_in_slices_ends_as_one_taken_at_once() -> None:
 
 
 def test_a_state_that_changes_while_a_listing_is_taken_is_shown() -> None:
-    handles = _handles(200, "train")
+    handles = runs_newest_first(200, "train")
     made_early, oldest = handles[HEAD + 3].run_id, handles[-1].run_id
 
     async def scenario() -> None:
@@ -138,8 +122,8 @@ def test_a_state_that_changes_while_a_listing_is_taken_is_shown() -> None:
 
 
 def test_a_newer_listing_takes_the_place_of_one_still_being_taken() -> None:
-    older = _handles(200, "alpha")
-    newer = _handles(150, "beta")
+    older = runs_newest_first(200, "alpha")
+    newer = runs_newest_first(150, "beta")
 
     async def scenario() -> None:
         table = RunsTable(listing_slice=5)
@@ -160,7 +144,7 @@ def test_a_newer_listing_takes_the_place_of_one_still_being_taken() -> None:
 
 
 def test_a_filter_set_while_a_listing_is_taken_holds_for_every_run() -> None:
-    handles = _handles(200, "alpha", "beta")
+    handles = runs_newest_first(200, "alpha", "beta")
 
     async def scenario() -> None:
         table = RunsTable(listing_slice=5)
@@ -180,7 +164,7 @@ def test_a_filter_set_while_a_listing_is_taken_holds_for_every_run() -> None:
 
 
 def test_a_key_pressed_while_a_listing_is_taken_moves_the_cursor_before_it_is_in() -> None:
-    handles = _handles(400, "train")
+    handles = runs_newest_first(400, "train")
 
     async def scenario() -> None:
         table = RunsTable(listing_slice=1)
@@ -210,7 +194,7 @@ def test_a_key_pressed_while_a_listing_is_taken_moves_the_cursor_before_it_is_in
 
 
 def test_a_state_that_changes_for_a_run_whose_handle_the_listing_replaces_is_shown() -> None:
-    handles = _handles(200, "train")
+    handles = runs_newest_first(200, "train")
     shown = handles[1]
     rewritten = replace(shown, details={**shown.details, "run_dir": "/nonexistent/elsewhere"})
     listing = (handles[0], rewritten, *handles[2:])

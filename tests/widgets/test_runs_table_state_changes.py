@@ -3,36 +3,15 @@ row comes, goes or moves at once, as it would on the next listing, not only when
 
 from __future__ import annotations
 
-import datetime as dt
 from pathlib import Path
 
-from textual.app import App, ComposeResult
-
-from tests.support import asynchronous, local_handle, wait_until
+from tests.support import asynchronous, wait_until
 from x_tui.compute.backend import RunState
-from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.compute.store import StoredRuns
 from x_tui.compute.sweeps import StoredSweeps, Sweep, SweepAxis, SweepRun
 from x_tui.widgets.runs_table import RunsTable
 
-START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
-
-
-def _handles(count: int, job: str = "train") -> tuple[RunHandle, ...]:
-    """``count`` runs of ``job``, newest first."""
-    made = []
-    for index in range(count):
-        moment = START + dt.timedelta(minutes=index)
-        made.append(local_handle(f"{job}-{moment:%Y%m%dT%H%M%SZ}-{index:06x}", moment))
-    return tuple(reversed(made))
-
-
-class _Table(App[None]):
-    def __init__(self, table: RunsTable) -> None:
-        super().__init__()
-        self.table = table
-
-    def compose(self) -> ComposeResult:
-        yield self.table
+from .table_support import START, TableApp, runs_newest_first
 
 
 def _keys(table: RunsTable) -> list[str]:
@@ -41,12 +20,12 @@ def _keys(table: RunsTable) -> list[str]:
 
 @asynchronous
 async def test_a_filter_on_a_state_shows_a_run_that_comes_to_it_and_hides_one_that_leaves() -> None:
-    handles = _handles(6)
+    handles = runs_newest_first(6, "train")
     states = {handle.run_id: RunState.RUNNING for handle in handles}
     starting = handles[1].run_id
     states[starting] = RunState.PENDING
     table = RunsTable()
-    async with _Table(table).run_test(size=(100, 20)) as pilot:
+    async with TableApp(table).run_test(size=(100, 20)) as pilot:
         table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
         table.set_filter("running")
         await pilot.pause()
@@ -67,10 +46,10 @@ async def test_a_filter_on_a_state_shows_a_run_that_comes_to_it_and_hides_one_th
 
 @asynchronous
 async def test_a_sort_by_state_moves_a_run_whose_state_changes() -> None:
-    handles = _handles(5)
+    handles = runs_newest_first(5, "train")
     states = {handle.run_id: RunState.RUNNING for handle in handles}
     table = RunsTable()
-    async with _Table(table).run_test(size=(100, 20)) as pilot:
+    async with TableApp(table).run_test(size=(100, 20)) as pilot:
         table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
         while table.sort_column != "state":
             table.action_next_sort()
@@ -87,8 +66,8 @@ async def test_a_sort_by_state_moves_a_run_whose_state_changes() -> None:
 async def test_a_sweep_shows_under_a_state_filter_once_one_of_its_runs_comes_to_that_state() -> (
     None
 ):
-    handles = _handles(3, "grid")
-    alone = _handles(1, "solo")[0]
+    handles = runs_newest_first(3, "grid")
+    alone = runs_newest_first(1, "solo")[0]
     sweep = Sweep(
         sweep_id="sweep-grid-20260919T120000Z-0123abcd",
         job="grid",
@@ -103,7 +82,7 @@ async def test_a_sweep_shows_under_a_state_filter_once_one_of_its_runs_comes_to_
     )
     states = {handle.run_id: RunState.RUNNING for handle in (*handles, alone)}
     table = RunsTable()
-    async with _Table(table).run_test(size=(100, 20)) as pilot:
+    async with TableApp(table).run_test(size=(100, 20)) as pilot:
         table.show_sweeps(StoredSweeps(sweeps=(sweep,), unreadable={}))
         table.show_stored(
             StoredRuns(handles=(alone, *handles), unreadable={Path("/x.json"): "bad"}),
@@ -119,10 +98,10 @@ async def test_a_sweep_shows_under_a_state_filter_once_one_of_its_runs_comes_to_
 
 @asynchronous
 async def test_a_run_not_built_yet_moves_to_its_place_and_the_cursor_stays_on_its_run() -> None:
-    handles = _handles(500)
+    handles = runs_newest_first(500, "train")
     states = {handle.run_id: RunState.RUNNING for handle in handles}
     table = RunsTable(page_rows=20)
-    async with _Table(table).run_test(size=(100, 20)) as pilot:
+    async with TableApp(table).run_test(size=(100, 20)) as pilot:
         table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
         while table.sort_column != "state":
             table.action_next_sort()

@@ -6,13 +6,15 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 
-from textual.app import App, ComposeResult
+from textual.app import App
 
 from tests.support import local_handle
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import StoredRuns
 from x_tui.widgets.run_cells import COARSE_GATHER, RedrawQueue
 from x_tui.widgets.runs_table import RunsTable
+
+from .table_support import TableApp
 
 START = dt.datetime(2026, 9, 19, 12, 0, 0, tzinfo=dt.UTC)
 
@@ -25,15 +27,6 @@ class _Clock:
         return self.now
 
 
-class _Table(App[None]):
-    def __init__(self, table: RunsTable) -> None:
-        super().__init__()
-        self.table = table
-
-    def compose(self) -> ComposeResult:
-        yield self.table
-
-
 def _lines(app: App[None]) -> list[str]:
     return [strip.text for strip in app.screen._compositor.render_strips()]
 
@@ -42,7 +35,7 @@ def test_running_rows_show_each_second_and_finished_rows_stay_as_drawn() -> None
     async def scenario() -> None:
         clock = _Clock(START.timestamp() + 5.5)
         table = RunsTable(clock=clock, min_refresh=0.05)
-        app = _Table(table)
+        app = TableApp(table)
         handles = (
             local_handle("busy-20260919T120000Z-aaaaaa", START),
             local_handle("also-20260919T120001Z-bbbbbb", START + dt.timedelta(seconds=1)),

@@ -1,0 +1,1 @@
+"""The widgets' own tests, each widget in an app of its own."""

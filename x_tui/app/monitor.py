@@ -10,8 +10,7 @@ follower, which the headless watcher uses too.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Unpack
 
 from textual.message import Message
 
@@ -23,7 +22,7 @@ from x_tui.app.messages import (
     RunStatusRecovered,
     SweepsChanged,
 )
-from x_tui.app.run_follower import FIRST_INTERVAL, MAX_INTERVAL, RunFollower
+from x_tui.app.run_follower import FollowerOptions, RunFollower
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
@@ -45,35 +44,17 @@ class RunMonitor(RunFollower):
         self,
         service: Service,
         post: Callable[[Message], object],
-        *,
-        project: Path | None = None,
-        first_interval: float = FIRST_INTERVAL,
-        max_interval: float = MAX_INTERVAL,
-        error_interval: float = 60.0,
-        parallel: int = 4,
-        poll: bool = True,
+        **options: Unpack[FollowerOptions],
     ) -> None:
-        """Watch ``service``'s store (and ``project``'s pyproject.toml) and post what changes.
+        """Watch ``service``'s store (and the project's pyproject.toml) and post what changes.
 
         Args:
             service: Reads the store and asks backends for states.
             post: Delivers a message to the app; called from the monitor's threads.
-            project: The project root whose pyproject.toml is watched; ``None`` watches none.
-            first_interval: Seconds before a new (or changed) run is polled.
-            max_interval: The longest wait between two polls of an unfinished run.
-            error_interval: The longest wait after a backend failed to answer.
-            parallel: How many status calls may be in flight at once.
-            poll: Whether to ask backends for states at all.
+            **options: The project watched and how runs are polled, as
+                :class:`~x_tui.app.run_follower.RunFollower` takes them.
         """
-        super().__init__(
-            service,
-            project=project,
-            first_interval=first_interval,
-            max_interval=max_interval,
-            error_interval=error_interval,
-            parallel=parallel,
-            poll=poll,
-        )
+        super().__init__(service, **options)
         self._post = post
         self._problems: dict[str, str] = {}
 

@@ -39,7 +39,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypedDict
 
 from x_tui.app.deadlines import DeadlinePassed
 from x_tui.app.final_states import (
@@ -106,6 +106,17 @@ class PollIntervals:
     def scaled(self, factor: float) -> PollIntervals:
         """These intervals ``factor`` times longer."""
         return PollIntervals(first=self.first * factor, max=self.max * factor)
+
+
+class FollowerOptions(TypedDict, total=False):
+    """The keyword arguments of :class:`RunFollower` (a subclass passes them on as they are)."""
+
+    project: Path | None
+    first_interval: float
+    max_interval: float
+    error_interval: float
+    parallel: int
+    poll: bool
 
 
 @dataclass(slots=True)

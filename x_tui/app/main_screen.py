@@ -176,11 +176,11 @@ class MainScreen(RunActionScreen):
         self._fit_runs_pane()
 
     def _fit_runs_pane(self) -> None:
-        """Give the runs pane the width its table's columns take, where the screen has it: the
-        jobs pane gives way to it down to :data:`JOBS_LEAST` columns, so the runs' columns are
-        not cut off on the right while the jobs pane has room to spare."""
+        """Give the runs pane the width its table's columns take (a watched run's too), where the
+        screen has it: the jobs pane gives way to it down to :data:`JOBS_LEAST` columns, so the
+        runs' columns are not cut off on the right while the jobs pane has room to spare."""
         table = self.runs
-        needed = table.virtual_size.width + table.styles.scrollbar_size_vertical + 2  # borders
+        needed = table.wanted_width + table.styles.scrollbar_size_vertical + 2  # borders
         least = min(needed, max(0, self.size.width - JOBS_LEAST))
         pane = self.query_one("#runs-pane")
         if pane.styles.min_width != Scalar.from_number(least):
@@ -394,6 +394,7 @@ class MainScreen(RunActionScreen):
         """Put what the watch read in the table, unless the screen closed while it read."""
         if self.is_attached:
             self.runs.show_watch(cells)
+            self._fit_runs_pane()
 
     def _sweeps_changed(self, message: SweepsChanged) -> None:
         """Group each sweep's runs under a row of their own."""

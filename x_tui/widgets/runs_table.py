@@ -84,15 +84,15 @@ SORTS: tuple[str | None, ...] = (None, *(key for key in COLUMN_KEYS if key != "a
 """What ``o`` cycles through: newest first (``None``, the Age column), then each other column
 shown."""
 
-WATCH_COLUMNS: tuple[tuple[str, str, int, int], ...] = (
-    ("progress", "Progress", 16, 70),
-    ("gpu", "GPU", 4, 90),
-    ("cost", "Cost", 8, 100),
+WATCH_COLUMNS: tuple[tuple[str, str, int], ...] = (
+    ("progress", "Progress", 16),
+    ("gpu", "GPU", 4),
+    ("cost", "Cost", 8),
 )
-"""(column key, heading, width, least table width) of the columns shown while a run is watched:
-its progress and ETA (or its flags), mean GPU use, cost so far. Each appears only while some
-running run has something to show and the table is at least that wide, so a narrow table hides
-them first, the cost first of all."""
+"""(column key, heading, width) of the columns shown while a run is watched: its progress and
+ETA (or its flags), mean GPU use, cost so far. Each appears only while some running run has
+something to show and it fits beside the columns before it, so a narrow table hides them
+rather than cut them off, the cost first of all."""
 
 WatchCells = tuple[Text, Text, Text]
 """A run's progress (or flags), GPU and cost cells."""
@@ -460,13 +460,15 @@ class RunsTable(DataTable[Text]):
             cells: Each watched run's cells, by run id; other rows show nothing there.
         """
         self._watch = dict(cells)
-        width = self.size.width
-        wanted = [
-            key
-            for key, _heading, _width, least in WATCH_COLUMNS
-            if self._watch and (width == 0 or width >= least)
-        ]
-        for key, heading, column_width, _least in WATCH_COLUMNS:
+        room = self.scrollable_content_region.width  # none before the table is laid out
+        used = self._base_width()
+        wanted: list[str] = []
+        for key, _heading, column_width in WATCH_COLUMNS if self._watch else ():
+            used += column_width + 2 * self.cell_padding
+            if room and used > room:
+                break
+            wanted.append(key)
+        for key, heading, column_width in WATCH_COLUMNS:
             present = key in self.columns
             if key in wanted and not present:
                 self.add_column(Text(heading), key=key, width=column_width)
@@ -479,6 +481,18 @@ class RunsTable(DataTable[Text]):
             for row_key in list(self.rows):
                 shown = self._watch.get(str(row_key.value))
                 self.update_cell(row_key, key, shown[position] if shown is not None else blank)
+
+    def _base_width(self) -> int:
+        """The width the columns of :data:`COLUMNS` shown take, as drawn now."""
+        columns = (self.columns.get(ColumnKey(key)) for key in self._columns)
+        return sum(column.get_render_width(self) for column in columns if column is not None)
+
+    @property
+    def wanted_width(self) -> int:
+        """The width every column the table would show takes: those of :data:`COLUMNS` shown
+        and, while a run is watched, the watch columns (shown only where they fit)."""
+        watch = sum(width + 2 * self.cell_padding for _key, _heading, width in WATCH_COLUMNS)
+        return self._base_width() + (watch if self._watch else 0)
 
     @property
     def watching(self) -> bool:

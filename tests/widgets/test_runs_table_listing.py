@@ -221,3 +221,39 @@ def test_a_state_that_changes_for_a_run_whose_handle_the_listing_replaces_is_sho
         assert rows[shown.run_id] == "✗ failed"
 
     asyncio.run(scenario())
+
+
+def test_a_key_pressed_while_a_listing_is_taken_moves_the_cursor_before_the_next_slice() -> None:
+    """The key's way (the app, the screen, the table and the cursor's message back, a turn of the
+    event loop each) is gone between two slices, not a slice a step (seven slices late)."""
+    handles = runs_newest_first(400, "train")
+
+    async def scenario() -> tuple[int, int]:
+        table = RunsTable(listing_slice=1)
+        pressed_at: list[int] = []
+        moved_at: list[int] = []
+
+        class Noting(_Table):
+            def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
+                if pressed_at and not moved_at:
+                    moved_at.append(len(table._listing_rows))
+
+        app = Noting(table)
+
+        def state(run_id: str) -> RunState | None:
+            if not pressed_at and run_id == handles[HEAD + 2].run_id:
+                pressed_at.append(len(table._listing_rows))
+                app.post_message(events.Key("down", None))
+            return None
+
+        async with app.run_test(size=(120, 30)) as pilot:
+            table.show_stored(_stored(handles[:HEAD]))
+            await _until_listed(app)
+            table.focus()
+            await pilot.pause()
+            table.show_stored(_stored(handles), states=state)
+            await _until_listed(app, 2)
+        return pressed_at[0], moved_at[0]
+
+    pressed, moved = asyncio.run(scenario())
+    assert moved - pressed <= 1, f"the key moved the cursor {moved - pressed} slices late"

@@ -121,3 +121,26 @@ async def test_a_run_not_built_yet_moves_to_its_place_and_the_cursor_stays_on_it
         assert table.cursor_row == 499
         rest = [h.run_id for h in handles[:-1] if h.run_id != chosen]
         assert _keys(table) == [oldest, *rest, chosen]
+
+
+@asynchronous
+async def test_a_run_that_leaves_a_filter_and_comes_back_is_built_at_its_new_place_only() -> None:
+    handles = runs_newest_first(500, "train")
+    states = {handle.run_id: RunState.PENDING for handle in handles}
+    middle = handles[100].run_id  # past the rows built
+    table = RunsTable(page_rows=20)
+    async with TableApp(table).run_test(size=(100, 20)) as pilot:
+        table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
+        while table.sort_column != "state":
+            table.action_next_sort()
+        table.set_filter("ing")  # pending and running
+        await pilot.pause()
+        assert middle not in table.rows
+        table.set_state(middle, RunState.CANCELLED, START.timestamp())  # leaves the filter
+        table.set_state(middle, RunState.RUNNING)  # requeued, running: after every pending run
+        await pilot.pause()
+        assert table.shown_count == 500
+        table.action_last_row()
+        await wait_until(pilot, lambda: table.row_count == 500, "every row built")
+        assert _keys(table)[-1] == middle
+        assert _keys(table)[:-1] == [h.run_id for h in handles if h.run_id != middle]

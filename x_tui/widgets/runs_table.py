@@ -724,12 +724,10 @@ class RunsTable(DataTable[Text]):
                 placed.append(group)
         moving = self._sort in _STATE_SORTS
         for each in placed:
-            wanted = self._matches(each)
-            if each.key in self._shown and not wanted:
+            wanted, shown = self._matches(each), each.key in self._shown
+            if shown and not wanted:
                 self._drop(each.key)
-            elif each.key not in self._shown and wanted:
-                self._insert([each])
-            elif wanted and moving and len(placed) == 1:
+            elif wanted and (not shown or (moving and len(placed) == 1)):
                 self._move(each)
         if moving and len(placed) > 1 and not self._reorder_due:
             # A sweep's runs sort under their group row, which sorts by all of them: the table is
@@ -738,7 +736,8 @@ class RunsTable(DataTable[Text]):
             self.call_later(self._reorder_now)
 
     def _move(self, row: RunRow) -> None:
-        """Put a shown row where the order in force now puts it (the cursor kept on its run)."""
+        """Show a row where the order in force now puts it, whether it was shown (built or in
+        the backlog, where its old place goes) or not; the cursor kept on its run."""
         cursor = self.highlighted_key()
         if row.key not in self.rows:
             self._pending = [item for item in self._pending if item[1] is not row]

@@ -78,8 +78,9 @@ async def test_a_sweep_the_cli_submits_from_another_process_shows_grouped(
         [group_line] = [line for line in lines if f"▾ sweep-…-{short}" in line]
         assert "quick" in group_line
         assert "2 runs" in group_line
-        assert "quick LR=1e-4" in next(line for line in lines if first in line)
-        assert "quick LR=3e-4" in next(line for line in lines if second in line)
+        # Each run under the group row (which names the job) shows its values as its job.
+        assert "  LR=1e-4  " in next(line for line in lines if first in line)
+        assert "  LR=3e-4  " in next(line for line in lines if second in line)
         await wait_until(
             pilot,
             lambda: all(app.monitor.state_of(run) is RunState.SUCCEEDED for run in sweep.run_ids),

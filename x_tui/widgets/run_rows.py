@@ -41,6 +41,9 @@ MEMBER_INDENT = "  "
 REASON_WIDTH = 12
 """How much of an unreadable record's reason its row shows (the line under the table has all)."""
 
+JOB_WIDTH = 24
+"""The most a Job cell shows of a job's name, or of a sweep's run's values (the rest as …)."""
+
 SortKey = tuple[object, ...]
 """Where a row sorts, in the table's order once reversed: (value, time, id, rank, place in its
 sweep); the value is the sorted column's (none for the default, newest first)."""
@@ -418,10 +421,11 @@ def cells(
             Text(EMPTY, style="dim"),
             Text(EMPTY, style="dim"),
         )
-    job = safe_text(row.handle.job)
-    if row.member is not None:
-        job.append(" ")
-        job.append_text(safe_text(parameters_text(row.member.parameters), "bold"))
+    if row.member is not None:  # under its group row, which names the job: its values
+        job = safe_text(parameters_text(row.member.parameters), "bold")
+    else:
+        job = safe_text(row.handle.job)
+    job.truncate(JOB_WIDTH, overflow="ellipsis")  # (the line under the table has it whole)
     return (
         safe_text(run_text(row)),
         state_cell(row.state, styles, problem=row.problem is not None),

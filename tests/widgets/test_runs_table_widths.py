@@ -1,5 +1,6 @@
-"""A watched run's Progress, GPU and Cost columns show only where they fit beside the run's own
-columns: a table too narrow for one hides it (the cost first), never shows it cut off."""
+"""The runs table keeps to its width: a watched run's Progress, GPU and Cost columns show only
+where they fit beside the run's own (a table too narrow for one hides it, the cost first, never
+shows it cut off), and a long job name is cut short in its cell."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ from rich.text import Text
 
 from tests.support import asynchronous
 from x_tui.compute.backend import RunState
-from x_tui.compute.store import StoredRuns
+from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.widgets.run_rows import JOB_WIDTH
 from x_tui.widgets.runs_table import RunsTable
 
 from .table_support import TableApp, runs_newest_first
@@ -53,3 +55,26 @@ async def test_the_watch_columns_show_where_they_fit_and_hide_where_they_would_b
     shown, used, room, _ = await _watch_columns(base + 18)
     assert shown == ["progress"]
     assert used <= room
+
+
+@asynchronous
+async def test_a_long_job_name_is_cut_short_in_its_cell_and_whole_on_the_line_under_it() -> None:
+    job = "evaluate-every-checkpoint-on-the-held-out-set"
+    [plain] = runs_newest_first(1, "train")
+    handle = RunHandle(
+        run_id=f"{job}-20260919T120000Z-abcdef",
+        backend="local",
+        job=job,
+        project="/home/user/sample",
+        submitted_at=plain.submitted_at,
+        settings=plain.settings,
+        details=plain.details,
+    )
+    table = RunsTable()
+    async with TableApp(table).run_test(size=(200, 20)) as pilot:
+        table.show_stored(StoredRuns(handles=(handle,), unreadable={}))
+        await pilot.pause()
+        cell = table.get_cell(handle.run_id, "job").plain
+        assert len(cell) == JOB_WIDTH
+        assert cell == job[: JOB_WIDTH - 1] + "…"
+        assert job in table.describe(handle.run_id).plain  # (the id has it whole too)

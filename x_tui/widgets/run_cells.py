@@ -29,14 +29,7 @@ def format_span(seconds: float) -> str:
     Returns:
         The text, at most six characters for spans under 100 days.
     """
-    whole = max(0, int(seconds))
-    if whole < 60:
-        return f"{whole}s"
-    if whole < 3600:
-        return f"{whole // 60}m"
-    if whole < 86400:
-        return f"{whole // 3600}h{whole % 3600 // 60:02d}m"
-    return f"{whole // 86400}d{whole % 86400 // 3600:02d}h"
+    return _span(seconds, fine=True)
 
 
 def format_age(seconds: float) -> str:
@@ -48,14 +41,21 @@ def format_age(seconds: float) -> str:
     Returns:
         The text.
     """
+    return _span(seconds, fine=False)
+
+
+def _span(seconds: float, *, fine: bool) -> str:
+    """Seconds, minutes, hours or days, whichever is largest; with ``fine``, hours and days
+    carry the next unit too."""
     whole = max(0, int(seconds))
     if whole < 60:
         return f"{whole}s"
     if whole < 3600:
         return f"{whole // 60}m"
-    if whole < 86400:
-        return f"{whole // 3600}h"
-    return f"{whole // 86400}d"
+    unit, name, part, part_name = (3600, "h", 60, "m") if whole < 86400 else (86400, "d", 3600, "h")
+    if not fine:
+        return f"{whole // unit}{name}"
+    return f"{whole // unit}{name}{whole % unit // part:02d}{part_name}"
 
 
 def next_change(seconds: float, *, fine: bool) -> float:

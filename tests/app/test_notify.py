@@ -14,6 +14,7 @@ from x_tui.app.notify import DeliveredEvents, deliver_once, notification_line, w
 from x_tui.app.notify_settings import NotifySettings
 from x_tui.app.settings import load_settings
 from x_tui.app.watch_events import EventKind, EventLog, RunEvent
+from x_tui.compute.backend import RunState
 
 
 class _Webhook:
@@ -145,3 +146,9 @@ def test_the_terminal_notification_suits_the_terminal() -> None:
     # tmux would swallow an OSC; an unknown terminal gets the bell.
     assert terminal_sequence(line, {"TERM_PROGRAM": "WezTerm", "TMUX": "/tmp/t,1,0"}) == "\a"
     assert terminal_sequence(line, {"TERM": "xterm-256color"}) == "\a"
+
+
+def test_an_event_ends_the_run_exactly_when_its_state_is_final() -> None:
+    final = {kind for kind in EventKind if kind.is_final}
+    assert final == {EventKind(state.value) for state in RunState if state.is_final}
+    assert not (EventKind.STALLED.is_final or EventKind.OVER_BUDGET.is_final)

@@ -21,6 +21,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from x_tui.compute.backend import RunState
+
 EVENTS_NAME = "events.jsonl"
 """The events file's name in ``<state>/x-tui``."""
 
@@ -32,6 +34,9 @@ READ_LIMIT_BYTES = 4 * 1024 * 1024
 
 MAX_REASON_CHARS = 500
 """The longest reason kept in an event."""
+
+
+_FINAL_STATES = frozenset(state.value for state in RunState if state.is_final)
 
 
 class EventKind(str, enum.Enum):
@@ -52,13 +57,8 @@ class EventKind(str, enum.Enum):
 
     @property
     def is_final(self) -> bool:
-        """Whether the run has ended with this event."""
-        return self in (
-            EventKind.SUCCEEDED,
-            EventKind.FAILED,
-            EventKind.CANCELLED,
-            EventKind.PREEMPTED,
-        )
+        """Whether the run has ended with this event (it entered a final state)."""
+        return self.value in _FINAL_STATES
 
 
 NOTIFIABLE = frozenset(

@@ -151,4 +151,9 @@ def test_the_terminal_notification_suits_the_terminal() -> None:
 def test_an_event_ends_the_run_exactly_when_its_state_is_final() -> None:
     final = {kind for kind in EventKind if kind.is_final}
     assert final == {EventKind(state.value) for state in RunState if state.is_final}
-    assert not (EventKind.STALLED.is_final or EventKind.OVER_BUDGET.is_final)
+    assert final == {
+        EventKind.SUCCEEDED,
+        EventKind.FAILED,
+        EventKind.CANCELLED,
+        EventKind.PREEMPTED,
+    }

@@ -14,10 +14,10 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 from collections import Counter
 from collections.abc import Sequence
 
+from x_tui.backends.local.process import command_output
 from x_tui.compute.estimate import AcceleratorOffer
 from x_tui.compute.worker.records import JsonValue
 
@@ -64,20 +64,10 @@ def gpu_lines() -> tuple[str, ...]:
     nvidia_smi = shutil.which("nvidia-smi")
     if nvidia_smi is None:
         return ()
-    try:
-        result = subprocess.run(
-            [nvidia_smi, "--query-gpu=name,memory.total", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            errors="replace",
-            check=False,
-            timeout=10,
-        )
-    except (OSError, subprocess.TimeoutExpired):
+    output = command_output([nvidia_smi, "--query-gpu=name,memory.total", "--format=csv,noheader"])
+    if output is None:
         return ()
-    if result.returncode != 0:
-        return ()
-    return tuple(line.strip() for line in result.stdout.splitlines() if line.strip())
+    return tuple(line.strip() for line in output.splitlines() if line.strip())
 
 
 def offers(names: tuple[str, ...] | None = None) -> list[AcceleratorOffer]:

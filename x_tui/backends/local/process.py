@@ -148,21 +148,11 @@ def _proc_info(pid: int) -> ProcessInfo | None:
 def _ps_info(pid: int) -> ProcessInfo | None:
     columns = {}
     for column in ("stat", "lstart", "sess", "command"):
-        try:
-            result = subprocess.run(
-                # -ww: without a terminal, ps would cut the command line at 80 columns.
-                ["ps", "-ww", "-o", f"{column}=", "-p", str(pid)],
-                capture_output=True,
-                text=True,
-                errors="replace",
-                check=False,
-                timeout=10,
-            )
-        except (OSError, subprocess.TimeoutExpired):
+        # -ww: without a terminal, ps would cut the command line at 80 columns.
+        output = command_output(["ps", "-ww", "-o", f"{column}=", "-p", str(pid)])
+        if output is None:
             return None
-        if result.returncode != 0:
-            return None
-        columns[column] = result.stdout.strip()
+        columns[column] = output.strip()
     session = columns["sess"]
     return ProcessInfo(
         zombie=columns["stat"].startswith("Z") or "<defunct>" in columns["command"],
@@ -386,3 +376,24 @@ def find_worker(spec: str) -> tuple[int, str] | None:
         ):
             return pid, info.start_time
     return None
+
+
+def command_output(argv: Sequence[str], *, timeout: float = 10) -> str | None:
+    """What a short command writes to its standard output (undecodable bytes replaced).
+
+    Returns:
+        The text; ``None`` when the command cannot be started, runs past ``timeout`` seconds or
+        exits with an error.
+    """
+    try:
+        result = subprocess.run(
+            list(argv),
+            capture_output=True,
+            text=True,
+            errors="replace",
+            check=False,
+            timeout=timeout,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return result.stdout if result.returncode == 0 else None

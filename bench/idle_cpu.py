@@ -17,24 +17,18 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import json
 import os
-import pty
-import select
-import signal
-import struct
 import sys
 import tempfile
-import termios
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bare_app import bare_app
+from pty_child import in_pty
 
-COLUMNS, LINES = 120, 40
 TICKS = os.sysconf("SC_CLK_TCK")
 AIM = 0.5
 """Percent of one core the idle app should stay under."""
@@ -120,32 +114,11 @@ def cpu_seconds(pid: int) -> float:
 
 def measure(argv: list[str], env: dict[str, str], *, warmup: float, seconds: float) -> float:
     """Run ``argv`` in a pseudo-terminal; its CPU use over ``seconds`` after ``warmup``, in %."""
-    pid, master = pty.fork()
-    if pid == 0:  # the child
-        os.execve(argv[0], argv, env)
-    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
-
-    def drain(until: float) -> None:
-        while time.monotonic() < until:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    output = os.read(master, 65536)
-                except OSError:
-                    return
-                if os.environ.get("BENCH_DEBUG"):
-                    sys.stderr.buffer.write(output)
-
-    try:
-        drain(time.monotonic() + warmup)
-        before, start = cpu_seconds(pid), time.monotonic()
-        drain(start + seconds)
-        after, end = cpu_seconds(pid), time.monotonic()
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(master)
+    with in_pty(argv, env) as child:
+        child.drain(time.monotonic() + warmup)
+        before, start = cpu_seconds(child.pid), time.monotonic()
+        child.drain(start + seconds)
+        after, end = cpu_seconds(child.pid), time.monotonic()
     return 100.0 * (after - before) / (end - start)
 
 

@@ -22,17 +22,11 @@ is printed beside it; the median of both shows what a key costs when nothing els
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import json
 import os
-import pty
-import select
 import statistics
-import struct
 import sys
 import tempfile
-import termios
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -40,7 +34,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bare_app import bare_app
-from startup import COLUMNS, LINES, bench_store
+from pty_child import COLUMNS, LINES, in_pty
+from startup import bench_store
 
 PRESS_EVERY = 0.1
 KEYS = (b"\x1b[B", b"\x1b[A")  # down, up: the cursor moves at every press
@@ -135,31 +130,20 @@ def sample(kind: str, state: Path, scratch: Path, *, seconds: float) -> list[flo
     env.update(SUBSTRAX_STATE_DIR=str(state), X_TUI_CONFIG=str(scratch / "settings.toml"))
     env.update(TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(LINES))
     argv = [sys.executable, __file__, "--child", kind, "--marker", str(marker)]
-    pid, master = pty.fork()
-    if pid == 0:  # the child
-        os.execve(argv[0], argv, env)
-    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
     pressed: list[float] = []
-    try:
+    with in_pty(argv, env) as child:
         deadline = time.monotonic() + 60
         while not marker.exists() and time.monotonic() < deadline:
-            _drain(master, 0.01)
+            child.read(0.01)
         next_press = time.monotonic()
         stop = next_press + seconds
         while time.monotonic() < stop:
-            _drain(master, max(0.0, next_press - time.monotonic()))
+            child.read(max(0.0, next_press - time.monotonic()))
             if time.monotonic() >= next_press:
                 pressed.append(time.time())
-                os.write(master, KEYS[len(pressed) % 2 - 1])
+                child.write(KEYS[len(pressed) % 2 - 1])
                 next_press += PRESS_EVERY
-        settle = time.monotonic() + 2
-        while time.monotonic() < settle:
-            _drain(master, 0.05)
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(master)
+        child.drain(time.monotonic() + 2)
     drawn = [
         (int(words[1]), float(words[2]))
         for words in (line.split() for line in marker.read_text(encoding="utf-8").splitlines())
@@ -181,14 +165,6 @@ def paired(pressed: list[float], drawn: list[tuple[int, float]]) -> list[float]:
                 found.append(shown - at)
                 break
     return found
-
-
-def _drain(master: int, wait: float) -> None:
-    """Read what the app wrote to the terminal (so it never blocks on a full terminal)."""
-    ready, _, _ = select.select([master], [], [], wait)
-    if ready:
-        with contextlib.suppress(OSError):
-            os.read(master, 1 << 16)
 
 
 def keep_a_view(state: Path) -> None:

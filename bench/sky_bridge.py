@@ -33,10 +33,7 @@ import contextlib
 import datetime as dt
 import json
 import os
-import pty
 import resource
-import select
-import signal
 import socket
 import subprocess
 import sys
@@ -48,6 +45,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from pty_child import in_pty  # noqa: E402
 
 from x_tui.backends.skypilot import bridge as bridge_module  # noqa: E402
 from x_tui.backends.skypilot.bridge import SCRIPT, Bridge, bridge_pids, close_bridges  # noqa: E402
@@ -63,7 +62,6 @@ REAL = (
 )
 BEFORE = "a3c6fba"
 """The commit whose bridge asked SkyPilot's API server for the clusters that exist."""
-COLUMNS, LINES = 120, 40
 
 
 def own_cpu() -> float:
@@ -290,36 +288,13 @@ def measure_tui(
 ) -> tuple[float, float]:
     """Run ``argv`` in a pseudo-terminal: its tree's CPU use over ``seconds`` and the API
     server's, in % of a core."""
-    import fcntl
-    import struct
-    import termios
-
-    pid, master = pty.fork()
-    if pid == 0:
-        os.execve(argv[0], argv, env)
-    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
-
-    def drain(until: float) -> None:
-        while time.monotonic() < until:
-            ready, _, _ = select.select([master], [], [], 0.2)
-            if ready:
-                try:
-                    os.read(master, 65536)
-                except OSError:
-                    return
-
-    try:
-        drain(time.monotonic() + warmup)
+    with in_pty(argv, env) as child:
+        child.drain(time.monotonic() + warmup)
         pids = server_pids(port)
-        before, api, start = tree_cpu(pid), server_cpu(pids), time.monotonic()
-        drain(start + seconds)
-        after, end = tree_cpu(pid), time.monotonic()
+        before, api, start = tree_cpu(child.pid), server_cpu(pids), time.monotonic()
+        child.drain(start + seconds)
+        after, end = tree_cpu(child.pid), time.monotonic()
         api = server_cpu(pids | server_pids(port)) - api
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-        os.waitpid(pid, 0)
-        os.close(master)
     return 100.0 * (after - before) / (end - start), 100.0 * api / (end - start)
 
 

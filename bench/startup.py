@@ -43,25 +43,19 @@ most 1.3x the bare app's first frame with 100,000 runs (the default), in wall an
 from __future__ import annotations
 
 import argparse
-import contextlib
 import datetime as dt
-import fcntl
 import json
 import os
-import pty
-import select
 import statistics
-import struct
 import sys
 import tempfile
-import termios
 import time
 from pathlib import Path
 from typing import Any
 
 from bare_app import bare_app
+from pty_child import COLUMNS, LINES, in_pty
 
-COLUMNS, LINES = 120, 40
 SCREENFUL = 30
 
 
@@ -209,28 +203,11 @@ def run_in_pty(argv: list[str], env: dict[str, str], *, until: Path, wanted: int
         The time the process was started at (epoch seconds).
     """
     started = time.time()
-    pid, master = pty.fork()
-    if pid == 0:  # the child
-        os.execve(argv[0], argv, env)
-    fcntl.ioctl(master, termios.TIOCSWINSZ, struct.pack("HHHH", LINES, COLUMNS, 0, 0))
     deadline = time.monotonic() + 60
-    try:
-        while time.monotonic() < deadline:
-            ready, _, _ = select.select([master], [], [], 0.05)
-            if ready:
-                try:
-                    output = os.read(master, 65536)
-                except OSError:
-                    break
-                if os.environ.get("BENCH_DEBUG"):
-                    sys.stderr.buffer.write(output)
+    with in_pty(argv, env) as child:
+        while time.monotonic() < deadline and child.read(0.05):
             if until.exists() and len(until.read_text().splitlines()) >= wanted:
                 break
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, 9)
-        os.waitpid(pid, 0)
-        os.close(master)
     return started
 
 

@@ -1,6 +1,6 @@
 """The runs table keeps to its width: a watched run's Progress, GPU and Cost columns show only
 where they fit beside the run's own (a table too narrow for one hides it, the cost first, never
-shows it cut off), and a long job name is cut short in its cell."""
+shows it cut off), and a record's long words are cut short in their cells."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from rich.text import Text
 from tests.support import asynchronous
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
-from x_tui.widgets.run_rows import JOB_WIDTH
+from x_tui.widgets.run_rows import WORD_WIDTH
 from x_tui.widgets.runs_table import RunsTable
 
 from .table_support import TableApp, runs_newest_first
@@ -58,23 +58,35 @@ async def test_the_watch_columns_show_where_they_fit_and_hide_where_they_would_b
 
 
 @asynchronous
-async def test_a_long_job_name_is_cut_short_in_its_cell_and_whole_on_the_line_under_it() -> None:
+async def test_a_records_long_words_are_cut_short_in_their_cells_and_whole_under_the_table() -> (
+    None
+):
     job = "evaluate-every-checkpoint-on-the-held-out-set"
+    project = "p" * 5000  # a hostile record's: one name would widen the whole table
     [plain] = runs_newest_first(1, "train")
     handle = RunHandle(
         run_id=f"{job}-20260919T120000Z-abcdef",
-        backend="local",
+        backend="b" * 300,
         job=job,
-        project="/home/user/sample",
+        project=f"/home/user/{project}",
         submitted_at=plain.submitted_at,
         settings=plain.settings,
         details=plain.details,
     )
     table = RunsTable()
     async with TableApp(table).run_test(size=(200, 20)) as pilot:
+        table.set_project(None)  # every project's runs: the Project column shows
         table.show_stored(StoredRuns(handles=(handle,), unreadable={}))
         await pilot.pause()
-        cell = table.get_cell(handle.run_id, "job").plain
-        assert len(cell) == JOB_WIDTH
-        assert cell == job[: JOB_WIDTH - 1] + "…"
-        assert job in table.describe(handle.run_id).plain  # (the id has it whole too)
+        cells = {
+            key: table.get_cell(handle.run_id, key).plain for key in ("job", "project", "backend")
+        }
+        assert cells == {
+            "job": job[: WORD_WIDTH - 1] + "…",
+            "project": "p" * (WORD_WIDTH - 1) + "…",
+            "backend": "b" * (WORD_WIDTH - 1) + "…",
+        }
+        assert table.virtual_size.width < 200
+        described = table.describe(handle.run_id).plain
+        assert job in described
+        assert project in described

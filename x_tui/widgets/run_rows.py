@@ -41,8 +41,9 @@ MEMBER_INDENT = "  "
 REASON_WIDTH = 12
 """How much of an unreadable record's reason its row shows (the line under the table has all)."""
 
-JOB_WIDTH = 24
-"""The most a Job cell shows of a job's name, or of a sweep's run's values (the rest as …)."""
+WORD_WIDTH = 24
+"""The most a Job, Project or Backend cell shows (the rest as …): a record's words are as long as
+it likes, and one long name would widen the whole table. The line under the table has them."""
 
 SortKey = tuple[object, ...]
 """Where a row sorts, in the table's order once reversed: (value, time, id, rank, place in its
@@ -407,9 +408,9 @@ def cells(
             group_state_cell((member.state for member in members), styles),
             age,
             Text(EMPTY, style="dim"),
-            safe_text(row.group.job, "bold"),
-            safe_text(project_name(row.group.project)),
-            safe_text(row.group.backend),
+            word_cell(row.group.job, "bold"),
+            word_cell(project_name(row.group.project)),
+            word_cell(row.group.backend),
         )
     if row.handle is None:
         return (
@@ -422,19 +423,25 @@ def cells(
             Text(EMPTY, style="dim"),
         )
     if row.member is not None:  # under its group row, which names the job: its values
-        job = safe_text(parameters_text(row.member.parameters), "bold")
+        job = word_cell(parameters_text(row.member.parameters), "bold")
     else:
-        job = safe_text(row.handle.job)
-    job.truncate(JOB_WIDTH, overflow="ellipsis")  # (the line under the table has it whole)
+        job = word_cell(row.handle.job)
     return (
         safe_text(run_text(row)),
         state_cell(row.state, styles, problem=row.problem is not None),
         age,
         duration_cell(row, now),
         job,
-        safe_text(project_name(row.handle.project)),
-        safe_text(row.handle.backend),
+        word_cell(project_name(row.handle.project)),
+        word_cell(row.handle.backend),
     )
+
+
+def word_cell(text: str, style: str = "") -> Text:
+    """A cell of a record's word (untrusted), at most :data:`WORD_WIDTH` columns."""
+    cell = safe_text(text, style)
+    cell.truncate(WORD_WIDTH, overflow="ellipsis")
+    return cell
 
 
 def matches(row: RunRow, text: str, members: Sequence[RunRow] = ()) -> bool:

@@ -1,6 +1,7 @@
 """The runs table keeps to its width: a watched run's Progress, GPU and Cost columns show only
-where they fit beside the run's own (a table too narrow for one hides it, the cost first, never
-shows it cut off), and a record's long words are cut short in their cells."""
+where they fit beside the run's own (the Backend and Project columns give way to the progress;
+a table too narrow hides them, the cost first, never shows them cut off), and a record's long
+words are cut short in their cells."""
 
 from __future__ import annotations
 
@@ -15,46 +16,72 @@ from x_tui.widgets.runs_table import RunsTable
 from .table_support import TableApp, runs_newest_first
 
 
-async def _watch_columns(width: int) -> tuple[list[str], int, int, int]:
-    """The watch columns a table ``width`` wide shows for a running run; its columns' width, the
-    width it has, and the width it would want for every column."""
+class _Watched:
+    """What a table showed for a running run while it was watched, and after."""
+
+    def __init__(self) -> None:
+        self.columns: list[str] = []
+        self.used = self.room = self.wanted = 0
+        self.after: list[str] = []
+        self.backend_cell = ""
+
+
+async def _watch_columns(width: int) -> _Watched:
+    """A table ``width`` wide of three runs, every project's, one of them watched."""
     handles = runs_newest_first(3, "train")
     states = {handle.run_id: RunState.RUNNING for handle in handles}
     table = RunsTable()
+    seen = _Watched()
     async with TableApp(table).run_test(size=(width, 20)) as pilot:
         table.show_stored(StoredRuns(handles=handles, unreadable={}), states=states.get)
         await pilot.pause()
         table.show_watch({handles[0].run_id: (Text("25% ETA 3m"), Text("91%"), Text("$0.12"))})
         await pilot.pause()
-        shown = [key for key in ("progress", "gpu", "cost") if key in table.columns]
-        if shown:
+        seen.columns = [str(column.key.value) for column in table.ordered_columns]
+        if "progress" in table.columns:
             assert table.get_cell(handles[0].run_id, "progress").plain == "25% ETA 3m"
             assert table.get_cell(handles[1].run_id, "progress").plain == ""
-        return (
-            shown,
-            table.virtual_size.width,
-            table.scrollable_content_region.width,
-            table.wanted_width,
-        )
+        seen.used = table.virtual_size.width
+        seen.room = table.scrollable_content_region.width
+        seen.wanted = table.wanted_width
+        table.show_watch({})  # the run ended
+        await pilot.pause()
+        seen.after = [str(column.key.value) for column in table.ordered_columns]
+        seen.backend_cell = table.get_cell(handles[0].run_id, "backend").plain
+    return seen
+
+
+BASE = ["run", "state", "age", "duration", "job", "project", "backend"]
 
 
 @asynchronous
 async def test_the_watch_columns_show_where_they_fit_and_hide_where_they_would_be_cut() -> None:
-    shown, used, room, wanted = await _watch_columns(200)
-    assert shown == ["progress", "gpu", "cost"]
-    assert used == wanted <= room
-    shown, used, room, _ = await _watch_columns(wanted - 1)  # (three rows: no scrollbar)
-    assert shown == ["progress", "gpu"]  # the cost gives way first
-    assert used <= room
+    wide = await _watch_columns(200)
+    assert wide.columns == [*BASE, "progress", "gpu", "cost"]
+    assert wide.used == wide.wanted <= wide.room
+    everything = wide.wanted
 
-    shown, used, room, _ = await _watch_columns(wanted - 30)
-    assert shown == []
-    assert used <= room  # nothing cut off on the right
+    less = await _watch_columns(everything - 1)  # (three rows: no scrollbar)
+    assert less.columns == [*BASE, "progress", "gpu"]  # the cost gives way first
+    assert less.used <= less.room
+    base = everything - (18 + 6 + 10)  # the run's own columns
 
-    base = wanted - (18 + 6 + 10)  # the run's own columns
-    shown, used, room, _ = await _watch_columns(base + 18)
-    assert shown == ["progress"]
-    assert used <= room
+    # Short of room for the progress, the Backend column gives way to it, then the Project...
+    tighter = await _watch_columns(base + 9)  # (Backend: 7 columns and its padding)
+    assert tighter.columns == [*BASE[:-1], "progress"]
+    assert tighter.used <= tighter.room
+    tightest = await _watch_columns(base)
+    assert tightest.columns == [*BASE[:-2], "progress"]
+    assert tightest.used <= tightest.room
+    # ...and comes back, in its place, once no run is watched.
+    for seen in (tighter, tightest):
+        assert seen.after == BASE
+        assert seen.backend_cell == "local"
+
+    # Too narrow for the progress even so: nothing gives way, nothing is cut off.
+    narrow = await _watch_columns(base - 30)
+    assert narrow.columns == BASE
+    assert narrow.after == BASE
 
 
 @asynchronous

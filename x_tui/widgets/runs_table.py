@@ -111,6 +111,8 @@ goes from the app to the screen and the table, and its move on to the frame, a t
 single turn each of those steps waited for a slice (with 100,000 runs the slowest key of a sample
 came 0.15-0.33 s after it was pressed); with eight they all go between two slices (0.09-0.18
 s)."""
+GIVE_WAY = ("backend", "project")
+"""The columns that give way, in this order, to make room for a watched run's progress."""
 _STATE_SORTS = frozenset({"state", "duration"})
 """The sorts a run's state change can move its row in."""
 _Pending = tuple[SortKey, RunRow]
@@ -211,6 +213,11 @@ class RunsTable(DataTable[Text]):
         self._descending = True
         self._columns: tuple[str, ...] = ()
         """The keys of the columns of :data:`COLUMNS` shown, in order."""
+        self._columns_wanted: tuple[str, ...] = ()
+        """Those the project filter wants (:meth:`_wanted_columns`); some may give way to a
+        watched run's progress (:data:`GIVE_WAY`)."""
+        self._given_way: dict[str, int] = {}
+        """The width each column that gave way took when it did."""
         self._picks: tuple[int, ...] | None = None
         """Where each of them is in :data:`COLUMNS` (``None``: every column is shown)."""
         self._state_styles: StateStyles | None = None
@@ -384,15 +391,20 @@ class RunsTable(DataTable[Text]):
 
     def _add_columns(self) -> None:
         """Add the columns wanted now (the table has none), labelled with the sort."""
-        self._columns = self._wanted_columns()
-        picks = tuple(COLUMN_KEYS.index(key) for key in self._columns)
-        self._picks = None if self._columns == COLUMN_KEYS else picks
+        self._columns_wanted = self._wanted_columns()
+        self._given_way.clear()
+        self._shown_columns(self._columns_wanted)
         if self._sort is not None and self._sort not in self._columns:
             self._sort, self._descending = None, True
         for key, heading, width in COLUMNS:
             if key in self._columns:
                 self.add_column(Text(heading), key=key, width=width)
         self._label_columns()
+
+    def _shown_columns(self, keys: tuple[str, ...]) -> None:
+        self._columns = keys
+        picks = tuple(COLUMN_KEYS.index(key) for key in keys)
+        self._picks = None if keys == COLUMN_KEYS else picks
 
     def _cells(self, row: RunRow, now: float) -> tuple[Text, ...]:
         """The row's cells in the columns shown."""
@@ -462,24 +474,34 @@ class RunsTable(DataTable[Text]):
     def show_watch(self, cells: Mapping[str, WatchCells]) -> None:
         """Show the running runs' progress, GPU use and cost so far (none: hide the columns).
 
+        Each watch column shows only where it fits beside the columns before it; to make room
+        for the progress, the Backend column, then the Project column, give way while a run is
+        watched (:data:`GIVE_WAY`).
+
         Args:
             cells: Each watched run's cells, by run id; other rows show nothing there.
         """
         self._watch = dict(cells)
         room = self.scrollable_content_region.width  # none before the table is laid out
-        used = self._base_width()
+        widths = self._column_widths()
+        base = list(self._columns_wanted)
+        used = sum(widths[key] for key in base)
         wanted: list[str] = []
         for key, _heading, column_width in WATCH_COLUMNS if self._watch else ():
-            used += column_width + 2 * self.cell_padding
-            if room and used > room:
+            need = column_width + 2 * self.cell_padding
+            while room and used + need > room and not wanted:  # room for the progress
+                giving = next((key for key in GIVE_WAY if key in base), None)
+                if giving is None:
+                    break
+                base.remove(giving)
+                used -= widths[giving]
+            if room and used + need > room:
                 break
+            used += need
             wanted.append(key)
-        for key, heading, column_width in WATCH_COLUMNS:
-            present = key in self.columns
-            if key in wanted and not present:
-                self.add_column(Text(heading), key=key, width=column_width)
-            elif key not in wanted and present:
-                self.remove_column(key)
+        if not wanted:
+            base = list(self._columns_wanted)
+        self._place_columns(tuple(base), wanted, widths)
         blank = Text("")
         for position, key in enumerate(key for key, *_rest in WATCH_COLUMNS):
             if key not in wanted:
@@ -488,10 +510,54 @@ class RunsTable(DataTable[Text]):
                 shown = self._watch.get(str(row_key.value))
                 self.update_cell(row_key, key, shown[position] if shown is not None else blank)
 
+    def _column_widths(self) -> dict[str, int]:
+        """The width each column of :data:`COLUMNS` wanted takes, as drawn now or when it gave
+        way."""
+        widths = dict(self._given_way)
+        for key in self._columns:
+            column = self.columns.get(ColumnKey(key))
+            if column is not None:
+                widths[key] = column.get_render_width(self)
+        return widths
+
+    def _place_columns(
+        self, base: tuple[str, ...], watch: list[str], widths: dict[str, int]
+    ) -> None:
+        """Show the columns ``base`` of :data:`COLUMNS` (only their last ones ever change) and
+        then the watch columns ``watch``, each in its place."""
+        shown_watch = [key for key, _heading, _width in WATCH_COLUMNS if key in self.columns]
+        if base == self._columns and watch == shown_watch:
+            return
+        kept = 0
+        while kept < min(len(base), len(self._columns)) and base[kept] == self._columns[kept]:
+            kept += 1
+        for key in shown_watch:  # put back after the base columns, in their order
+            self.remove_column(key)
+        for key in self._columns[kept:]:
+            self._given_way[key] = widths.get(key, 0)
+            self.remove_column(key)
+        now = self._clock()
+        added = base[kept:]
+        self._shown_columns(base)
+        for key, heading, width in COLUMNS:
+            if key in added:
+                self._given_way.pop(key, None)
+                self.add_column(Text(heading), key=key, width=width)
+        for row_key in list(self.rows) if added else ():
+            row = self._row(str(row_key.value))
+            if row is not None:
+                cells = dict(zip(self._columns, self._cells(row, now), strict=True))
+                for key in added:
+                    self.update_cell(row_key, key, cells[key])
+        for key, heading, width in WATCH_COLUMNS:
+            if key in watch:
+                self.add_column(Text(heading), key=key, width=width)
+        self._label_columns()
+
     def _base_width(self) -> int:
-        """The width the columns of :data:`COLUMNS` shown take, as drawn now."""
-        columns = (self.columns.get(ColumnKey(key)) for key in self._columns)
-        return sum(column.get_render_width(self) for column in columns if column is not None)
+        """The width the columns of :data:`COLUMNS` wanted take (those that gave way too)."""
+        widths = self._column_widths()
+        return sum(widths.get(key, 0) for key in self._columns_wanted)
 
     @property
     def wanted_width(self) -> int:
@@ -913,7 +979,7 @@ class RunsTable(DataTable[Text]):
         cursor's row if further); the cursor stays on its row, or on the first row with
         ``keep_top`` if it was there (as a re-sort keeps it)."""
         cursor = None if keep_top and self.cursor_row == 0 else self.highlighted_key()
-        new_columns = self._wanted_columns() != self._columns
+        new_columns = self._wanted_columns() != self._columns_wanted
         self.clear(columns=new_columns)
         if new_columns:
             self._add_columns()

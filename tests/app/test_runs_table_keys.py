@@ -67,7 +67,7 @@ async def _runs_pane(app: Any, pilot: Any, count: int) -> RunsTable:
 async def test_only_this_projects_runs_show_until_p(state_dir: Path, project: Path) -> None:
     _store(state_dir, project)
     app = make_app(project, poll=False, clock=NOW.timestamp)
-    async with app.run_test(size=SIZE) as pilot:
+    async with app.run_test(size=(100, 24)) as pilot:  # wide enough for the Project column
         table = await _runs_pane(app, pilot, 3)
         assert THEIRS not in _keys(table)
         pane = app.main_screen.query_one("#runs-pane")

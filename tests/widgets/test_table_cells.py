@@ -96,9 +96,9 @@ class _Table(App[None]):
 
 @contextlib.asynccontextmanager
 async def _thirty_runs() -> AsyncIterator[tuple[Pilot[None], RunsTable]]:
-    """A runs table of thirty runs in every state, drawn at 100x24."""
+    """A runs table of thirty runs in every state, drawn at 120x24 (every column shown)."""
     app = _Table()
-    async with app.run_test(size=(100, 24)) as pilot:
+    async with app.run_test(size=(120, 24)) as pilot:
         table = app.query_one(RunsTable)
         _show_thirty_runs(table)
         await pilot.pause()

@@ -111,8 +111,11 @@ goes from the app to the screen and the table, and its move on to the frame, a t
 single turn each of those steps waited for a slice (with 100,000 runs the slowest key of a sample
 came 0.15-0.33 s after it was pressed); with eight they all go between two slices (0.09-0.18
 s)."""
-GIVE_WAY = ("backend", "project")
-"""The columns that give way, in this order, to make room for a watched run's progress."""
+GIVE_WAY = ("backend", "project", "job", "duration", "age")
+"""The columns that give way, in this order, where the table is too narrow for them all (the run
+and its state stay): hidden, rather than cut off at the right edge."""
+WATCH_GIVE_WAY = ("backend", "project")
+"""Those that give way, in this order, to make room for a watched run's progress."""
 _STATE_SORTS = frozenset({"state", "duration"})
 """The sorts a run's state change can move its row in."""
 _Pending = tuple[SortKey, RunRow]
@@ -232,6 +235,7 @@ class RunsTable(DataTable[Text]):
     def on_mount(self) -> None:
         """Add the columns."""
         self._add_columns()
+        self.watch(self, "virtual_size", self._virtual_size_changed, init=False)
         self.app.theme_changed_signal.subscribe(self, self._theme_changed)
 
     @property
@@ -476,39 +480,52 @@ class RunsTable(DataTable[Text]):
 
         Each watch column shows only where it fits beside the columns before it; to make room
         for the progress, the Backend column, then the Project column, give way while a run is
-        watched (:data:`GIVE_WAY`).
+        watched (:data:`WATCH_GIVE_WAY`).
 
         Args:
             cells: Each watched run's cells, by run id; other rows show nothing there.
         """
         self._watch = dict(cells)
+        self._fit_columns(fill_watch=True)
+
+    def _fit_columns(self, *, fill_watch: bool = False) -> None:
+        """Show the columns that fit the table's width: the run's own give way from the right
+        (:data:`GIVE_WAY`) rather than be cut off, and a watched run's where they fit."""
         room = self.scrollable_content_region.width  # none before the table is laid out
         widths = self._column_widths()
         base = list(self._columns_wanted)
         used = sum(widths[key] for key in base)
+        for giving in GIVE_WAY if room else ():
+            if used <= room:
+                break
+            if giving in base:
+                base.remove(giving)
+                used -= widths[giving]
+        own = list(base)
         wanted: list[str] = []
         for key, _heading, column_width in WATCH_COLUMNS if self._watch else ():
             need = column_width + 2 * self.cell_padding
-            while room and used + need > room and not wanted:  # room for the progress
-                giving = next((key for key in GIVE_WAY if key in base), None)
-                if giving is None:
+            for giving in WATCH_GIVE_WAY if room and not wanted else ():  # room for the progress
+                if used + need <= room:
                     break
-                base.remove(giving)
-                used -= widths[giving]
+                if giving in base:
+                    base.remove(giving)
+                    used -= widths[giving]
             if room and used + need > room:
                 break
             used += need
             wanted.append(key)
         if not wanted:
-            base = list(self._columns_wanted)
-        self._place_columns(tuple(base), wanted, widths)
-        blank = Text("")
-        for position, key in enumerate(key for key, *_rest in WATCH_COLUMNS):
-            if key not in wanted:
-                continue
-            for row_key in list(self.rows):
-                shown = self._watch.get(str(row_key.value))
-                self.update_cell(row_key, key, shown[position] if shown is not None else blank)
+            base = own
+        if self._place_columns(tuple(base), wanted, widths) or fill_watch:
+            blank = Text("")
+            for position, key in enumerate(key for key, *_rest in WATCH_COLUMNS):
+                if key not in wanted:
+                    continue
+                for row_key in list(self.rows):
+                    shown = self._watch.get(str(row_key.value))
+                    cell = shown[position] if shown is not None else blank
+                    self.update_cell(row_key, key, cell)
 
     def _column_widths(self) -> dict[str, int]:
         """The width each column of :data:`COLUMNS` wanted takes, as drawn now or when it gave
@@ -522,12 +539,12 @@ class RunsTable(DataTable[Text]):
 
     def _place_columns(
         self, base: tuple[str, ...], watch: list[str], widths: dict[str, int]
-    ) -> None:
-        """Show the columns ``base`` of :data:`COLUMNS` (only their last ones ever change) and
-        then the watch columns ``watch``, each in its place."""
+    ) -> bool:
+        """Show the columns ``base`` of :data:`COLUMNS` and then the watch columns ``watch``,
+        each in its place; whether any changed (the watch columns' cells are to be filled)."""
         shown_watch = [key for key, _heading, _width in WATCH_COLUMNS if key in self.columns]
         if base == self._columns and watch == shown_watch:
-            return
+            return False
         kept = 0
         while kept < min(len(base), len(self._columns)) and base[kept] == self._columns[kept]:
             kept += 1
@@ -553,6 +570,7 @@ class RunsTable(DataTable[Text]):
             if key in watch:
                 self.add_column(Text(heading), key=key, width=width)
         self._label_columns()
+        return True
 
     def _base_width(self) -> int:
         """The width the columns of :data:`COLUMNS` wanted take (those that gave way too)."""
@@ -572,9 +590,12 @@ class RunsTable(DataTable[Text]):
         return bool(self._watch)
 
     def on_resize(self) -> None:
-        """Show or hide the watch columns for the new width."""
-        if self._watch:
-            self.show_watch(self._watch)
+        """Fit the columns to the new width."""
+        self._fit_columns()
+
+    def _virtual_size_changed(self) -> None:
+        """Fit the columns again: a row built may have widened one."""
+        self._fit_columns()
 
     # Feeding the table --------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
-from tests.support import asynchronous
+from tests.support import asynchronous, wait_until
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.widgets.run_rows import WORD_WIDTH
@@ -120,3 +120,51 @@ async def test_a_records_long_words_are_cut_short_in_their_cells_and_whole_under
         described = table.describe(handle.run_id).plain
         assert job in described
         assert project in described
+
+
+@asynchronous
+async def test_with_every_row_built_a_column_gives_way_but_comes_back_only_with_a_refill() -> None:
+    """Putting a column back writes a cell in every row built (some 3 s for 100,000 rows)."""
+    from x_tui.widgets.runs_table import REFIT_ROWS
+
+    handles = runs_newest_first(REFIT_ROWS + 100, "train")
+    table = RunsTable()
+    async with TableApp(table).run_test(size=(120, 20)) as pilot:
+        table.show_stored(StoredRuns(handles=handles, unreadable={}))
+        table.action_last_row()
+        await wait_until(pilot, lambda: table.row_count == len(handles), "every row built")
+        assert "backend" in table.columns
+        await pilot.resize_terminal(70, 20)
+        await wait_until(pilot, lambda: "backend" not in table.columns, "Backend giving way")
+        await pilot.resize_terminal(120, 20)
+        await pilot.pause()
+        assert "backend" not in table.columns  # not put back in 600 rows
+        table.set_filter("train")  # a refill: a page of rows built again, every column
+        await wait_until(pilot, lambda: "backend" in table.columns, "Backend back")
+        assert table.get_cell(handles[0].run_id, "backend").plain == "local"
+
+
+@asynchronous
+async def test_a_watch_poll_writes_the_watched_runs_cells_only() -> None:
+    handles = runs_newest_first(300, "train")
+    table = RunsTable()
+    async with TableApp(table).run_test(size=(200, 20)) as pilot:
+        table.show_stored(StoredRuns(handles=handles, unreadable={}))
+        table.action_last_row()
+        await wait_until(pilot, lambda: table.row_count == len(handles), "every row built")
+        first, second = handles[0].run_id, handles[1].run_id
+        table.show_watch({first: (Text("10%"), Text("1%"), Text("$0"))})
+        written: list[str] = []
+        update_cell = table.update_cell
+
+        def noted(row_key: object, column_key: object, value: object, **options: bool) -> None:
+            written.append(str(row_key))
+            update_cell(row_key, column_key, value, **options)  # type: ignore[arg-type]
+
+        table.update_cell = noted  # type: ignore[method-assign]
+        table.show_watch({second: (Text("20%"), Text("2%"), Text("$0"))})
+        await pilot.pause()
+        assert sorted(set(written)) == sorted({first, second})  # not the 300 rows
+        assert table.get_cell(first, "progress").plain == ""
+        assert table.get_cell(second, "progress").plain == "20%"
+        assert table.get_cell(handles[2].run_id, "progress").plain == ""

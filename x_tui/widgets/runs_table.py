@@ -111,6 +111,8 @@ goes from the app to the screen and the table, and its move on to the frame, a t
 single turn each of those steps waited for a slice (with 100,000 runs the slowest key of a sample
 came 0.15-0.33 s after it was pressed); with eight they all go between two slices (0.09-0.18
 s)."""
+REFIT_ROWS = 2 * PAGE_ROWS
+"""Built rows past which a column that gave way is not put back until the next refill."""
 GIVE_WAY = ("backend", "project", "job", "duration", "age")
 """The columns that give way, in this order, where the table is too narrow for them all (the run
 and its state stay): hidden, rather than cut off at the right edge."""
@@ -206,10 +208,10 @@ class RunsTable(DataTable[Text]):
         """Its new rows for which that is worked out as it ends (a sweep's, a changed one's)."""
         self._listing_late: dict[str, tuple[RunState, float | None]] = {}
         """The state changes that came for runs it has no row for yet (their rows take them)."""
-        self._adding = False
-        self._to_last = False
-        self._reorder_due = False
+        self._adding = self._to_last = self._reorder_due = False
         self._watch: dict[str, WatchCells] = {}
+        self._watch_filled: set[str] = set()
+        """The rows whose watch cells were last filled with a watched run's."""
         self._project: str | None = None
         self._project_only = True
         self._sort: str | None = None
@@ -517,15 +519,26 @@ class RunsTable(DataTable[Text]):
             wanted.append(key)
         if not wanted:
             base = own
+        if self.row_count > REFIT_ROWS:
+            # A column put back needs a cell for every row built (some 3 s for 100,000): with
+            # this many built, columns only give way; they come back with the next refill.
+            base = [key for key in base if key in self._columns]
         if self._place_columns(tuple(base), wanted, widths) or fill_watch:
-            blank = Text("")
-            for position, key in enumerate(key for key, *_rest in WATCH_COLUMNS):
-                if key not in wanted:
-                    continue
-                for row_key in list(self.rows):
-                    shown = self._watch.get(str(row_key.value))
-                    cell = shown[position] if shown is not None else blank
-                    self.update_cell(row_key, key, cell)
+            self._fill_watch(wanted)
+
+    def _fill_watch(self, shown: list[str]) -> None:
+        """Put the watched runs' cells in the watch columns ``shown``, and blank those of runs
+        no longer watched (a watch column comes blank in every row)."""
+        keys = set(self._watch) | self._watch_filled
+        blank = Text("")
+        for run_key in keys:
+            if run_key not in self.rows:
+                continue
+            cells = self._watch.get(run_key)
+            for position, (key, _heading, _width) in enumerate(WATCH_COLUMNS):
+                if key in shown:
+                    self.update_cell(run_key, key, cells[position] if cells else blank)
+        self._watch_filled = {key for key in self._watch if key in self.rows}
 
     def _column_widths(self) -> dict[str, int]:
         """The width each column of :data:`COLUMNS` wanted takes, as drawn now or when it gave
@@ -550,6 +563,7 @@ class RunsTable(DataTable[Text]):
             kept += 1
         for key in shown_watch:  # put back after the base columns, in their order
             self.remove_column(key)
+        self._watch_filled = set()
         for key in self._columns[kept:]:
             self._given_way[key] = widths.get(key, 0)
             self.remove_column(key)
@@ -568,7 +582,7 @@ class RunsTable(DataTable[Text]):
                     self.update_cell(row_key, key, cells[key])
         for key, heading, width in WATCH_COLUMNS:
             if key in watch:
-                self.add_column(Text(heading), key=key, width=width)
+                self.add_column(Text(heading), key=key, width=width, default=Text(""))
         self._label_columns()
         return True
 
@@ -1004,6 +1018,8 @@ class RunsTable(DataTable[Text]):
         self.clear(columns=new_columns)
         if new_columns:
             self._add_columns()
+        else:  # no row built now: a column that gave way comes back if it fits
+            self._fit_columns()
         self._shown.clear()
         self._pending.clear()
         self._oldest = None
@@ -1013,7 +1029,7 @@ class RunsTable(DataTable[Text]):
             self._build_through(cursor)
             if cursor in self.rows:
                 self.move_cursor(row=self.get_row_index(cursor))
-        if new_columns and self._watch:
+        if self._watch:
             self.show_watch(self._watch)
 
     def _insert(self, rows: list[RunRow]) -> None:

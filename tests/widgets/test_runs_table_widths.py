@@ -6,13 +6,15 @@ their cells."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from rich.text import Text
 
 from tests.support import asynchronous, wait_until
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
-from x_tui.widgets.run_rows import WORD_WIDTH
-from x_tui.widgets.runs_table import RunsTable
+from x_tui.widgets.run_rows import REASON_WIDTH, WORD_WIDTH
+from x_tui.widgets.runs_table import REFIT_ROWS, RunsTable
 
 from .table_support import TableApp, runs_newest_first
 
@@ -125,8 +127,6 @@ async def test_a_records_long_words_are_cut_short_in_their_cells_and_whole_under
 @asynchronous
 async def test_with_every_row_built_a_column_gives_way_but_comes_back_only_with_a_refill() -> None:
     """Putting a column back writes a cell in every row built (some 3 s for 100,000 rows)."""
-    from x_tui.widgets.runs_table import REFIT_ROWS
-
     handles = runs_newest_first(REFIT_ROWS + 100, "train")
     table = RunsTable()
     async with TableApp(table).run_test(size=(120, 20)) as pilot:
@@ -168,3 +168,17 @@ async def test_a_watch_poll_writes_the_watched_runs_cells_only() -> None:
         assert table.get_cell(first, "progress").plain == ""
         assert table.get_cell(second, "progress").plain == "20%"
         assert table.get_cell(handles[2].run_id, "progress").plain == ""
+
+
+@asynchronous
+async def test_an_unreadable_records_reason_is_one_line_cut_short_and_escapes_dropped() -> None:
+    path = Path("/store/compute/runs/bad-20260919T120000Z-abcdef.json")
+    table = RunsTable()
+    async with TableApp(table).run_test(size=(200, 20)) as pilot:
+        reason = "not\nJSON \x1b[31mat all\x1b[0m, line 1"
+        table.show_stored(StoredRuns(handles=(), unreadable={path: reason}))
+        await pilot.pause()
+        [key] = [str(row.key.value) for row in table.ordered_rows]
+        cell = table.get_cell(key, "job").plain
+        assert cell == "not JSON at…"
+        assert len(cell) == REASON_WIDTH

@@ -180,9 +180,11 @@ class MainScreen(RunActionScreen):
         screen has it: the jobs pane gives way to it down to :data:`JOBS_LEAST` columns, so the
         runs' columns are not cut off on the right while the jobs pane has room to spare."""
         table = self.runs
-        needed = table.wanted_width + table.styles.scrollbar_size_vertical + 2  # borders
-        least = min(needed, max(0, self.size.width - JOBS_LEAST))
         pane = self.query_one("#runs-pane")
+        needed = (
+            table.wanted_width + table.styles.scrollbar_size_vertical + pane.styles.gutter.width
+        )
+        least = min(needed, max(0, self.size.width - JOBS_LEAST))
         if pane.styles.min_width != Scalar.from_number(least):
             pane.styles.min_width = least
 

@@ -179,9 +179,3 @@ def count_states(states: Iterable[RunState | None]) -> str:
         name = state.value if state is not None else "checking"
         counts[name] = counts.get(name, 0) + 1
     return ", ".join(f"{count} {name}" for name, count in counts.items())
-
-
-def shorten(text: str, width: int) -> str:
-    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"

@@ -26,7 +26,6 @@ from x_tui.widgets.run_cells import (
     format_age,
     format_span,
     group_state_cell,
-    shorten,
     state_cell,
 )
 from x_tui.widgets.run_states import StateStyles, state_label
@@ -418,7 +417,7 @@ def cells(
             Text("✗ unreadable", style="bold red"),
             age,
             Text(EMPTY, style="dim"),
-            safe_text(shorten(row.reason or "", REASON_WIDTH), "red"),
+            word_cell(row.reason or "", "red", width=REASON_WIDTH),
             Text(EMPTY, style="dim"),
             Text(EMPTY, style="dim"),
         )
@@ -437,10 +436,10 @@ def cells(
     )
 
 
-def word_cell(text: str, style: str = "") -> Text:
-    """A cell of a record's word (untrusted), at most :data:`WORD_WIDTH` columns."""
-    cell = safe_text(text, style)
-    cell.truncate(WORD_WIDTH, overflow="ellipsis")
+def word_cell(text: str, style: str = "", *, width: int = WORD_WIDTH) -> Text:
+    """A cell of a record's words (untrusted): on one line, at most ``width`` columns."""
+    cell = safe_text(" ".join(text.split()), style)
+    cell.truncate(width, overflow="ellipsis")
     return cell
 
 

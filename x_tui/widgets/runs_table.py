@@ -496,13 +496,13 @@ class RunsTable(DataTable[Text]):
         room = self.scrollable_content_region.width  # none before the table is laid out
         widths = self._column_widths()
         base = list(self._columns_wanted)
-        used = sum(widths[key] for key in base)
+        used = sum(widths.get(key, 0) for key in base)
         for giving in GIVE_WAY if room else ():
             if used <= room:
                 break
             if giving in base:
                 base.remove(giving)
-                used -= widths[giving]
+                used -= widths.get(giving, 0)
         own = list(base)
         wanted: list[str] = []
         for key, _heading, column_width in WATCH_COLUMNS if self._watch else ():
@@ -512,7 +512,7 @@ class RunsTable(DataTable[Text]):
                     break
                 if giving in base:
                     base.remove(giving)
-                    used -= widths[giving]
+                    used -= widths.get(giving, 0)
             if room and used + need > room:
                 break
             used += need

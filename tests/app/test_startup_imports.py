@@ -71,6 +71,9 @@ AFTER_FIRST_FRAME = (
     "x_tui.app.inotify",
     "x_tui.compute.launches",  # launch records are read by the poller, after the first frame
     "secrets",  # (with the first run or sweep named)
+    "x_tui.compute.secrets",  # (with the first job spec or sweep read)
+    "x_tui.compute.logindex_search",  # (with the first log searched, or a search kept)
+    "shlex",  # (with the first command line shown)
     "tomllib",  # (with the first settings or lock file read for a handle version)
 )
 

@@ -8,7 +8,6 @@ spaces or quotes pastes as it was). This module imports no Textual.
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -19,6 +18,8 @@ PROG = "x-tui"
 
 def shell_line(argv: Sequence[str]) -> str:
     """``argv`` as one line a POSIX shell reads back as the same arguments."""
+    import shlex  # (with the first line shown, not at start-up)
+
     return shlex.join(argv)
 
 

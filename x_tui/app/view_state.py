@@ -18,9 +18,12 @@ import math
 import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from x_tui.compute.logindex_search import SearchQuery
 from x_tui.compute.worker.records import write_atomic
+
+if TYPE_CHECKING:  # loaded with the first query kept or read back: not at start-up
+    from x_tui.compute.logindex_search import SearchQuery
 
 VIEW_NAME = "view.json"
 MAX_VIEW_BYTES = 64 * 1024
@@ -148,4 +151,6 @@ def _query(value: object) -> SearchQuery | None:
     ignore_case = value.get("ignore_case")
     if text is None or not isinstance(regex, bool) or not isinstance(ignore_case, bool):
         return None
+    from x_tui.compute.logindex_search import SearchQuery
+
     return SearchQuery(text=text, regex=regex, ignore_case=ignore_case)

@@ -21,7 +21,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from x_tui.compute.secrets import ENV_NAME, RESERVED_NAMES, RESERVED_PREFIXES
 from x_tui.compute.store import default_state_dir
 from x_tui.compute.worker.errors import BadRecordError, UserError
 from x_tui.compute.worker.record_files import (
@@ -76,6 +75,9 @@ class SweepAxis:
             ValueError: If the name is not a variable name or is one the worker sets or drops,
                 or a value is empty, repeated or holds a control character.
         """
+        # (with the secrets' rules: loaded with the first sweep read, after the first frame)
+        from x_tui.compute.secrets import ENV_NAME, RESERVED_NAMES, RESERVED_PREFIXES
+
         if not ENV_NAME.fullmatch(self.name):
             raise ValueError(f"{self.name!r} is not an environment variable name such as 'LR'")
         if self.name in RESERVED_NAMES or self.name.startswith(RESERVED_PREFIXES):

@@ -1,4 +1,5 @@
-"""What the app loads before its first screen is up: not the run screen and its log view."""
+"""What the app loads before its first screen is up: not the run screen and its log view, nor
+what plans sweeps."""
 
 from __future__ import annotations
 
@@ -25,6 +26,7 @@ LATER = (
     "x_tui.widgets.log_view",
     "x_tui.widgets.devices_view",
     "x_tui.widgets.metrics_view",
+    "x_tui.compute.sweep_runs",  # the sweeps are read from their store, not planned
 )
 asyncio.run(main())
 """

@@ -36,7 +36,7 @@ from x_tui.compute.backend import (
 )
 from x_tui.compute.deadline import Abandonment
 from x_tui.compute.store import RunHandle, RunStore, default_state_dir
-from x_tui.compute.sweeps import StoredSweeps
+from x_tui.compute.sweeps import StoredSweeps, SweepStore
 from x_tui.compute.worker.errors import ConfigError, UserError
 
 if TYPE_CHECKING:  # loaded on first use (a project read, a plan, an output): not at start-up
@@ -239,10 +239,7 @@ class Service:
 
     def read_sweeps(self) -> StoredSweeps:
         """Every recorded sweep, newest first, and each record that cannot be read."""
-        from x_tui.compute.sweep_runs import list_sweeps
-        from x_tui.compute.sweeps import SweepStore
-
-        return list_sweeps(SweepStore(self.sweeps_dir))
+        return SweepStore(self.sweeps_dir).read_all()
 
     def backend(self, handle: RunHandle) -> ComputeBackend:
         """The backend of ``handle``, built from the settings it was submitted with (cached).

@@ -13,6 +13,7 @@ from textual.widgets import DataTable
 
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.widgets.run_rows import RunRow
 from x_tui.widgets.runs_table import RunsTable
 
 from .table_support import START, TableApp, runs_newest_first
@@ -40,6 +41,12 @@ class _Table(TableApp):
 
     def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
         self.happened.append(f"row {message.cursor_row}")
+
+
+def _made(table: RunsTable) -> dict[str, RunRow]:
+    """The rows made so far of the listing being taken (none when none is)."""
+    taking = table._listing
+    return taking.rows if taking is not None else {}
 
 
 async def _until_listed(app: _Table, count: int = 1) -> None:
@@ -107,7 +114,7 @@ def test_a_state_that_changes_while_a_listing_is_taken_is_shown() -> None:
             table.set_state(oldest, RunState.FAILED, START.timestamp())
             # ...and one whose row it made in a slice already (not shown then: no state).
             for _ in range(2000):
-                if made_early in table._listing_rows:
+                if made_early in _made(table):
                     break
                 await asyncio.sleep(0)
             assert "listed" not in app.happened
@@ -117,6 +124,37 @@ def test_a_state_that_changes_while_a_listing_is_taken_is_shown() -> None:
             rows = await _every_row(table)
         assert [key for key, _ in rows] == [made_early, oldest]
         assert {state for _, state in rows} == {"✗ failed"}
+
+    asyncio.run(scenario())
+
+
+def test_a_run_placed_under_a_filter_that_leaves_it_while_the_listing_is_taken_is_not_shown() -> (
+    None
+):
+    handles = runs_newest_first(200, "train")
+    leaves, stays = handles[HEAD + 3].run_id, handles[-1].run_id
+
+    async def scenario() -> None:
+        table = RunsTable(listing_slice=HEAD)  # the head taken at once
+        app = _Table(table)
+        async with app.run_test(size=(120, 30)) as pilot:
+            table.show_stored(_stored(handles[:HEAD]))
+            table.set_filter("failed")
+            failed = {leaves: RunState.FAILED, stays: RunState.FAILED}
+            table.show_stored(_stored(handles), states=failed.get)
+            # Its row is made, and placed as shown (failed), in a slice...
+            for _ in range(2000):
+                if leaves in _made(table):
+                    break
+                await asyncio.sleep(0)
+            assert "listed" not in app.happened
+            # ...then it is run again elsewhere and succeeds before the listing is in.
+            table.set_state(leaves, RunState.SUCCEEDED, START.timestamp())
+            await _until_listed(app)
+            await pilot.pause()
+            rows = await _every_row(table)
+        assert rows == [(stays, "✗ failed")]
+        assert table.shown_count == 1
 
     asyncio.run(scenario())
 
@@ -209,7 +247,7 @@ def test_a_state_that_changes_for_a_run_whose_handle_the_listing_replaces_is_sho
             table.show_stored(_stored(listing))
             # The listing has made the changed handle's row; the table still shows the old one.
             for _ in range(2000):
-                made = table._listing_rows.get(shown.run_id)
+                made = _made(table).get(shown.run_id)
                 if made is not None and made.handle is rewritten:
                     break
                 await asyncio.sleep(0)
@@ -236,14 +274,14 @@ def test_a_key_pressed_while_a_listing_is_taken_moves_the_cursor_within_a_slice_
 
         class Noting(_Table):
             def on_data_table_row_highlighted(self, message: DataTable.RowHighlighted) -> None:
-                if pressed_at and not moved_at:
-                    moved_at.append(len(table._listing_rows))
+                if pressed_at and not moved_at:  # (every run made, once the listing is in)
+                    moved_at.append(len(_made(table)) if table.taking_listing else len(handles))
 
         app = Noting(table)
 
         def state(run_id: str) -> RunState | None:
             if not pressed_at and run_id == handles[HEAD + 2].run_id:
-                pressed_at.append(len(table._listing_rows))
+                pressed_at.append(len(_made(table)))
                 app.post_message(events.Key("down", None))
             return None
 

@@ -1,5 +1,5 @@
 """The runs table keeps to its width: a watched run's Progress, GPU and Cost columns show only
-where they fit beside the run's own (the Backend and Project columns give way to the progress;
+where they fit beside the run's own (the Backend, Project and Job columns give way to the progress;
 a table too narrow hides them, the cost first), a table too narrow for the run's own columns
 hides them from the right rather than cut them off, and a record's long words are cut short in
 their cells."""
@@ -70,17 +70,22 @@ async def test_the_watch_columns_show_where_they_fit_and_hide_where_they_would_b
     assert less.used <= less.room
     base = everything - (18 + 6 + 10)  # the run's own columns
 
-    # Short of room for the progress, the Backend column gives way to it, then the Project...
+    # Short of room for the progress, the Backend column gives way to it, then the Project,
+    # then the Job (a run's id begins with its job's name)...
     tighter = await _watch_columns(base + 9)  # (Backend: 7 columns and its padding)
     assert tighter.columns == [*BASE[:-1], "progress"]
     assert tighter.used <= tighter.room
-    tightest = await _watch_columns(base)
-    assert tightest.columns == [*BASE[:-2], "progress"]
+    tighter_still = await _watch_columns(base)
+    assert tighter_still.columns == [*BASE[:-2], "progress"]
+    assert tighter_still.used <= tighter_still.room
+    tightest = await _watch_columns(base - 7)  # (Job: 5 columns and its padding)
+    assert tightest.columns == [*BASE[:-3], "progress"]
     assert tightest.used <= tightest.room
-    # ...and comes back, in its place, once no run is watched.
-    for seen in (tighter, tightest):
+    # ...and they come back, in their places, once no run is watched (as many as fit).
+    for seen in (tighter, tighter_still):
         assert seen.after == BASE
         assert seen.backend_cell == "local"
+    assert tightest.after == BASE[:-1]
 
     # Too narrow for the progress even so: the run's own columns give way from the right,
     # rather than be cut off, and nothing else shows.

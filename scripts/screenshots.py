@@ -3,12 +3,13 @@
     uv run python scripts/screenshots.py [--out screenshots]
 
 The demo project is copied to a scratch directory with its own state directory (nothing of the
-user's is read or written), its jobs are run on the local backend (``hello`` and ``progress``
-to the end, ``flaky`` to its failure, a sweep of ``hello`` over two values, ``long`` left
-running while the shots are taken, then cancelled), and the app is driven headless at 120x40 to
-write one SVG per screen:
+user's is read or written), its jobs are run on the local backend (``hello`` to the end,
+``flaky`` to its failure, a sweep of ``hello`` over two values, ``long`` left running while the
+shots are taken, then cancelled, and ``progress`` last, shot while it runs), and the app is
+driven headless at 120x40 to write one SVG per screen:
 
-- ``main.svg``: the job browser beside the runs table (the sweep's runs grouped);
+- ``main.svg``: the job browser beside the runs table (the sweep's runs grouped, the running
+  ``progress`` run's progress and ETA read from its bar);
 - ``run.svg``: a run's combined log; ``run-manifest.svg``: a failed run's manifest;
 - ``submit.svg``: the submit screen's plan preview;
 - ``help.svg``: the ``?`` help over the run screen;
@@ -80,7 +81,7 @@ def _run_jobs(project: Path) -> dict[str, object]:
 
     opened = operations.open_project(project)
     handles = {}
-    for job in ("flaky", "hello", "progress"):
+    for job in ("flaky", "hello"):
         handles[job] = operations.submit_run(operations.plan_run(opened, job))
         time.sleep(1.1)  # distinct submission times, so the runs table has an order to show
     sweep = plan_sweep(opened, "hello", (parse_sweep("GREETING=hi,hello"),))
@@ -89,7 +90,7 @@ def _run_jobs(project: Path) -> dict[str, object]:
     handles["long"] = operations.submit_run(operations.plan_run(opened, "long"))
     stored = {handle.run_id: handle for handle in RunStore().read_all().handles}
     give_up = time.monotonic() + DEADLINE
-    for handle in [handles[job] for job in ("flaky", "hello", "progress")] + [
+    for handle in [handles[job] for job in ("flaky", "hello")] + [
         stored[run_id] for run_id in swept
     ]:
         backend = operations.backend_for(handle)
@@ -97,6 +98,8 @@ def _run_jobs(project: Path) -> dict[str, object]:
             if time.monotonic() > give_up:
                 raise SystemExit(f"the demo run {handle.run_id} did not end in {DEADLINE:g} s")
             time.sleep(0.2)
+    time.sleep(1.1)
+    handles["progress"] = operations.submit_run(operations.plan_run(opened, "progress"))
     return handles
 
 
@@ -129,6 +132,13 @@ async def _shoot(project: Path, handles: dict[str, object], out: Path) -> None:
             pilot,
             lambda: all(app.monitor.state_of(h.run_id) for h in app.monitor.stored.handles),
             "every run's state",
+        )
+        progress = handles["progress"].run_id  # type: ignore[attr-defined]
+        await _until(
+            pilot,
+            lambda: "progress" in main.runs.columns
+            and "ETA" in main.runs.get_cell(progress, "progress").plain,
+            "the progress run's progress",
         )
         await pilot.pause(1.0)
         app.save_screenshot("main.svg", str(out))

@@ -39,3 +39,10 @@ def test_the_devices_and_metrics_screenshots_are_of_a_live_run() -> None:
     assert "running" in metrics
     assert re.search(r"loss · steps 1 to \d+", metrics)
     assert "ETA" in metrics
+
+
+def test_the_main_screenshot_shows_a_running_runs_progress() -> None:
+    main = _svg_text("main.svg")
+    assert "Progress" in main
+    assert "▶ running" in main
+    assert re.search(r">\d+% ETA \d+s<", main)  # a cell of its own

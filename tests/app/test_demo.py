@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
 import pytest
 
-from tests.support import wait_for
+from tests.support import asynchronous, wait_for, wait_until
 from x_tui.app.service import Service
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle
 from x_tui.compute.worker.manifest import MANIFEST_NAME, TaskStatus, load_manifest
 from x_tui.demo import prepare_demo_project
+
+from .app_support import make_app, screen_text
 
 
 def _finish(service: Service, job: str) -> tuple[RunHandle, RunState]:
@@ -75,14 +78,39 @@ def test_the_demos_flaky_job_fails_one_task_and_runs_the_next(state_dir: Path) -
 
 
 @pytest.mark.slow
-def test_the_demos_progress_job_draws_in_place_and_in_colour(state_dir: Path) -> None:
+@asynchronous
+async def test_the_demos_progress_job_shows_its_progress_at_120x40_and_draws_in_colour(
+    state_dir: Path,
+) -> None:
+    project = prepare_demo_project()
     service = Service()
-    handle, state = _finish(service, "progress")
-    assert state is RunState.SUCCEEDED
+    handle = service.submit(service.plan(service.open_project(project), "progress"))
+    app = make_app(project)
+    async with app.run_test(size=(120, 40)) as pilot:
+        table = app.main_screen.runs
+
+        def progress() -> str:
+            if "progress" not in table.columns or handle.run_id not in table.rows:
+                return ""
+            return table.get_cell(handle.run_id, "progress").plain
+
+        # Read from its tqdm-style bar by the worker; the Backend and Job columns give way to it.
+        await wait_until(pilot, lambda: "ETA" in progress(), "the run's progress and ETA")
+        assert re.fullmatch(r"\d+% ETA \d+s", progress())
+        text = screen_text(app)
+        assert "Progress" in text
+        assert progress() in text
+        assert handle.run_id in text
+
+    def final() -> RunState | None:
+        state = service.status(handle)
+        return state if state.is_final else None
+
+    assert wait_for(final, "the end of the demo's progress job", every=0.1) is RunState.SUCCEEDED
     log = service.log_path(handle).read_bytes()
-    assert b"\r[" in log
+    assert b"\r" in log
     assert b"\x1b[32m" in log
-    assert b"100%" in log
+    assert b"| 120/120 [" in log
 
 
 def test_the_demos_long_job_prints_for_two_minutes(state_dir: Path) -> None:

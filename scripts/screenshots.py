@@ -136,8 +136,10 @@ async def _shoot(project: Path, handles: dict[str, object], out: Path) -> None:
         progress = handles["progress"].run_id  # type: ignore[attr-defined]
         await _until(
             pilot,
-            lambda: "progress" in main.runs.columns
-            and "ETA" in main.runs.get_cell(progress, "progress").plain,
+            lambda: (
+                "progress" in main.runs.columns
+                and "ETA" in main.runs.get_cell(progress, "progress").plain
+            ),
             "the progress run's progress",
         )
         await pilot.pause(1.0)

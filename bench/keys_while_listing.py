@@ -11,9 +11,12 @@ the terminal to that frame. The reference is a bare Textual app with the same wi
 table of 30 rows (``bench/bare_app.py``), pressed the same way in the same run.
 
     uv run python bench/keys_while_listing.py [--runs 100000] [--samples 3] [--seconds 4]
-        [--state DIR]
+        [--state DIR] [--why MS]
 
 ``--state DIR`` keeps the store there (as ``bench/startup.py --state``; made on the first run).
+``--why MS`` prints, under each x-tui key that waited more than ``MS`` milliseconds, what held the
+app meanwhile: the event loop's turns of over 10 ms (the messages each handled) and the other
+threads' holds of the interpreter (``bench/holds.py``); the noting costs the app a little time.
 
 Aim: no key waits more than 0.25 s for its frame while the store is listed (the bare app's worst
 is printed beside it; the median of both shows what a key costs when nothing else runs).
@@ -34,6 +37,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 from bare_app import bare_app
+from holds import Hold, explain, note_holds, read_holds
 from pty_child import COLUMNS, LINES, in_pty
 from startup import bench_store
 
@@ -82,10 +86,12 @@ def _note_drawn_moves(table_class: type, marker: Path) -> Callable[[], None]:
     return start
 
 
-def _child_xtui(marker: Path) -> None:
+def _child_xtui(marker: Path, holds: Path | None) -> None:
     from x_tui.app import hold_garbage_until_listed
 
     hold_garbage_until_listed()  # first, as ``x-tui`` itself starts (``run_app``)
+    if holds is not None:
+        note_holds(holds)
     from x_tui.app.app import XTuiApp
     from x_tui.app.service import Service
     from x_tui.widgets.runs_table import RunsTable
@@ -122,14 +128,21 @@ def _child_bare(marker: Path) -> None:
 # The parent side --------------------------------------------------------------------------------
 
 
-def sample(kind: str, state: Path, scratch: Path, *, seconds: float) -> list[float]:
-    """One fresh process of ``kind`` (``bare`` or ``x-tui``): each key's seconds to its frame."""
+def sample(
+    kind: str, state: Path, scratch: Path, *, seconds: float, why: bool = False
+) -> tuple[list[tuple[float, float]], list[Hold]]:
+    """One fresh process of ``kind`` (``bare`` or ``x-tui``): each key's press time and seconds
+    to its frame, and what held the app (with ``why``; x-tui only)."""
     marker = scratch / f"{kind}.marks"
     marker.unlink(missing_ok=True)
+    holds = scratch / f"{kind}.holds"
+    holds.unlink(missing_ok=True)
     env = {key: value for key, value in os.environ.items() if key != "PYTHONDONTWRITEBYTECODE"}
     env.update(SUBSTRAX_STATE_DIR=str(state), X_TUI_CONFIG=str(scratch / "settings.toml"))
     env.update(TERM="xterm-256color", COLUMNS=str(COLUMNS), LINES=str(LINES))
     argv = [sys.executable, __file__, "--child", kind, "--marker", str(marker)]
+    if why and kind == "x-tui":
+        argv += ["--holds", str(holds)]
     pressed: list[float] = []
     with in_pty(argv, env) as child:
         deadline = time.monotonic() + 60
@@ -149,20 +162,21 @@ def sample(kind: str, state: Path, scratch: Path, *, seconds: float) -> list[flo
         for words in (line.split() for line in marker.read_text(encoding="utf-8").splitlines())
         if words[0] == "drawn"
     ]
-    return paired(pressed, drawn)
+    held = read_holds(holds.read_text(encoding="utf-8").splitlines()) if holds.exists() else []
+    return paired(pressed, drawn), held
 
 
-def paired(pressed: list[float], drawn: list[tuple[int, float]]) -> list[float]:
-    """Each key's seconds to the frame that shows its move: the next move drawn after it, one
-    row down for ``down`` (odd keys) and one up for ``up`` (a move the app made itself, such as
-    keeping the cursor on its run as rows come in above it, is passed over)."""
-    found: list[float] = []
+def paired(pressed: list[float], drawn: list[tuple[int, float]]) -> list[tuple[float, float]]:
+    """Each key's press time and seconds to the frame that shows its move: the next move drawn
+    after it, one row down for ``down`` (odd keys) and one up for ``up`` (a move the app made
+    itself, such as keeping the cursor on its run as rows come in above it, is passed over)."""
+    found: list[tuple[float, float]] = []
     moves = iter(drawn)
     for number, at in enumerate(pressed, 1):
         step = 1 if number % 2 else -1
         for moved, shown in moves:
             if moved == step and shown >= at:
-                found.append(shown - at)
+                found.append((at, shown - at))
                 break
     return found
 
@@ -193,24 +207,35 @@ def main() -> int:
     parser.add_argument("--samples", type=int, default=3)
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--state", type=Path)
+    parser.add_argument("--why", type=float, metavar="MS")
     parser.add_argument("--child", choices=("bare", "x-tui"))
     parser.add_argument("--marker", type=Path)
+    parser.add_argument("--holds", type=Path)
     args = parser.parse_args()
-    if args.child is not None:
-        (_child_bare if args.child == "bare" else _child_xtui)(args.marker)
+    if args.child == "bare":
+        _child_bare(args.marker)
+        return 0
+    if args.child == "x-tui":
+        _child_xtui(args.marker, args.holds)
         return 0
     with tempfile.TemporaryDirectory() as scratch_name:
         scratch = Path(scratch_name)
         state, runs = bench_store(args.state, scratch, args.runs)
         found: dict[str, list[float]] = {"bare": [], "x-tui": []}
         worst: dict[str, list[float]] = {"bare": [], "x-tui": []}
+        why: list[str] = []
         for index in range(args.samples + 1):  # the first pair warms up, not counted
             for kind in ("bare", "x-tui"):
                 keep_a_view(state)
-                taken = sample(kind, state, scratch, seconds=args.seconds)
+                keys, held = sample(
+                    kind, state, scratch, seconds=args.seconds, why=args.why is not None
+                )
+                taken = [seconds for _, seconds in keys]
                 if index and taken:
                     found[kind] += taken
                     worst[kind].append(max(taken))
+                if index and kind == "x-tui" and args.why is not None:
+                    why += _why(keys, held, args.why / 1000, sample_number=index)
     print(
         f"keys while x-tui lists {runs:,} runs (the {args.seconds:g} s after its first screenful),"
         f" a key every {PRESS_EVERY * 1000:.0f} ms, {args.samples} samples"
@@ -230,7 +255,24 @@ def main() -> int:
     print(f"  worst key, x-tui over bare: {ratio:.1f}x")
     met = max(found["x-tui"]) <= 0.25
     print(f"  aim, no key over 0.25 s while the store is listed: {'met' if met else 'NOT met'}")
+    if why:
+        print(f"  x-tui keys over {args.why:g} ms, and what held the app meanwhile:")
+        print("\n".join(why))
     return 0
+
+
+def _why(
+    keys: list[tuple[float, float]], held: list[Hold], over: float, *, sample_number: int
+) -> list[str]:
+    """For each key that waited more than ``over`` seconds: a line, and what held the app."""
+    lines: list[str] = []
+    first = keys[0][0] if keys else 0.0
+    for pressed, seconds in keys:
+        if seconds > over:
+            at = pressed - first
+            lines.append(f"    sample {sample_number}, key at {at:5.2f} s: {seconds * 1000:.0f} ms")
+            lines += explain(pressed, seconds, held) or ["      (nothing noted)"]
+    return lines
 
 
 if __name__ == "__main__":

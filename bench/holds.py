@@ -91,10 +91,17 @@ def note_holds(path: Path, *, threshold: float = 0.01) -> None:
 
 
 def _step_name(handle: Any) -> str:
+    """The task a loop turn stepped: its coroutine's name (a timer's callback, a worker's
+    function, where the coroutine is one of theirs)."""
     callback = getattr(handle, "_callback", None)
     task = getattr(callback, "__self__", None)
     coroutine = getattr(task, "get_coro", lambda: None)()
     name = getattr(coroutine, "__qualname__", None) or getattr(callback, "__qualname__", None)
+    owner = getattr(getattr(coroutine, "cr_frame", None), "f_locals", {}).get("self")
+    inner = getattr(owner, "_callback", None) or getattr(owner, "_work", None)
+    inner = getattr(inner, "func", inner)  # a worker's method, bound with its arguments
+    if inner is not None:
+        name = f"{name} {getattr(inner, '__qualname__', type(inner).__name__)}"
     return f"step {name or callback!r}"
 
 

@@ -42,6 +42,7 @@ from textual.binding import Binding, BindingType
 from textual.containers import Vertical
 from textual.css.scalar import Scalar
 from textual.message import Message
+from textual.widget import Widget
 from textual.widgets import DataTable, Input, Static
 
 from x_tui.app import collect_garbage_from_now_on
@@ -58,6 +59,7 @@ from x_tui.app.messages import (
 )
 from x_tui.compute.store import RunHandle
 from x_tui.compute.sweeps import Sweep
+from x_tui.widgets.first_focus import styled_with_screen
 from x_tui.widgets.job_browser import JobBrowser
 from x_tui.widgets.problem_panel import ProblemPanel
 from x_tui.widgets.runs_table import RunsTable
@@ -170,6 +172,14 @@ class MainScreen(RunActionScreen):
         # Read, and watched, once the first frame is drawn: neither shows in it, and the modules
         # they load and the thread that reads would take the interpreter from drawing it.
         self.call_after_refresh(self._after_first_frame)
+
+    def _update_focus_styles(
+        self, focused: Widget | None = None, blurred: Widget | None = None
+    ) -> None:
+        """Restyle for a focus change, unless this screen's first showing will (the first focus
+        comes as the screen is composed: see ``x_tui.widgets.first_focus``)."""
+        if not styled_with_screen(self):
+            super()._update_focus_styles(focused, blurred)
 
     def on_resize(self) -> None:
         """Fit the runs pane to the new width."""

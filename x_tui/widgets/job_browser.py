@@ -26,6 +26,7 @@ from textual.widgets import OptionList, Static
 from textual.widgets.option_list import Option
 
 from x_tui.compute.worker.errors import UserError
+from x_tui.widgets.first_focus import FocusStyledWithScreen
 from x_tui.widgets.safe_text import safe_text
 
 if TYPE_CHECKING:  # the jobs are resolved after the first frame
@@ -35,7 +36,7 @@ if TYPE_CHECKING:  # the jobs are resolved after the first frame
 _MAX_TASKS_SHOWN = 50
 
 
-class JobOptions(OptionList):
+class JobOptions(FocusStyledWithScreen, OptionList):
     """The list of job names, whose ``enter`` (shown in the footer) submits the highlighted job."""
 
     HELP_TITLE = "Jobs"

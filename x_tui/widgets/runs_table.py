@@ -61,6 +61,7 @@ from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
 from x_tui.compute.sweeps import StoredSweeps, Sweep
 from x_tui.widgets import run_rows
+from x_tui.widgets.first_focus import FocusStyledWithScreen
 from x_tui.widgets.run_cells import RedrawQueue, format_age
 from x_tui.widgets.run_rows import Membership, RunRow, SortKey, group_key
 from x_tui.widgets.run_states import STATE_COMPONENTS, StateStyles, state_css, state_styles
@@ -128,7 +129,7 @@ _Key = TypeVar("_Key")
 _Value = TypeVar("_Value")
 
 
-class RunsTable(DataTable[Text]):
+class RunsTable(FocusStyledWithScreen, DataTable[Text]):
     """Every stored run, newest first, sweeps grouped; see the module documentation."""
 
     HELP_TITLE = "Runs"

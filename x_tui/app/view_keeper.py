@@ -33,6 +33,7 @@ import time
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
+from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -325,21 +326,27 @@ class ViewKeeper:
         """What happened while the user was away (in the writer's thread); shown on the loop."""
         states, ends = monitor.known_states() if monitor is not None else ({}, {})
         handles = monitor.stored.handles if monitor is not None else ()
-        if time.monotonic() < due and not all(h.run_id in states for h in handles):
+        # Every run is gone over in C (a set of ids, set operations), not in a loop here: this
+        # thread shares the interpreter with the event loop as the store is taken into the table.
+        stored = set(map(attrgetter("run_id"), handles))
+        if time.monotonic() < due and not stored <= states.keys():
             self._away_asked = False  # asked again at the next comparison
             return
         found: list[AwayItem] = []
-        for handle in handles:
-            state = states.get(handle.run_id)
-            if state is None or not state.is_final or handle.run_id in ended_before:
-                continue
-            ended = ends.get(handle.run_id)
-            if ended is None or ended > seen_at:
-                found.append(AwayItem(handle.run_id, state.value, ended or time.time()))
-        # The kept final states as the monitor holds them (read at start, and learnt since):
-        # not a second read of a cache that holds 100,000 runs.
+        now = time.time()
+        for run_id in sorted(stored.intersection(states).difference(ended_before)):
+            state = states[run_id]
+            ended = ends.get(run_id)
+            if state.is_final and (ended is None or ended > seen_at):
+                found.append(AwayItem(run_id, state.value, ended or now))
+        # The kept final states as the monitor holds them (read at start, and learnt since) of
+        # runs that ended after the user left: not a second read of a cache of 100,000 runs.
         kept = (
-            {run_id: (states[run_id], at) for run_id, at in ends.items() if run_id in states}
+            {
+                run_id: (states[run_id], at)
+                for run_id, at in ends.items()
+                if at is not None and at > seen_at and run_id in states
+            }
             if monitor is not None
             else None
         )

@@ -30,12 +30,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from textual.app import App
 from textual.css.query import NoMatches
@@ -326,15 +326,21 @@ class ViewKeeper:
         """What happened while the user was away (in the writer's thread); shown on the loop."""
         states, ends = monitor.known_states() if monitor is not None else ({}, {})
         handles = monitor.stored.handles if monitor is not None else ()
-        # Every run is gone over in C (a set of ids, set operations), not in a loop here: this
-        # thread shares the interpreter with the event loop as the store is taken into the table.
-        stored = set(map(attrgetter("run_id"), handles))
-        if time.monotonic() < due and not stored <= states.keys():
+        # Every run is gone over in C (its id taken, set operations), not in a loop here, and a
+        # slice at a time: this thread shares the interpreter with the event loop as the store
+        # is taken into the table, and a call into C holds it until it returns.
+        ids: list[str] = []
+        for taken in _slices(handles):
+            ids += map(attrgetter("run_id"), taken)
+        if time.monotonic() < due and not all(states.keys() >= set(part) for part in _slices(ids)):
             self._away_asked = False  # asked again at the next comparison
             return
+        ended_now: list[str] = []  # runs with a state that had not ended when the user left
+        for part in _slices(ids):
+            ended_now += set(part).intersection(states).difference(ended_before)
         found: list[AwayItem] = []
         now = time.time()
-        for run_id in sorted(stored.intersection(states).difference(ended_before)):
+        for run_id in sorted(ended_now):
             state = states[run_id]
             ended = ends.get(run_id)
             if state.is_final and (ended is None or ended > seen_at):
@@ -374,6 +380,18 @@ def _write_quietly(state_dir: Path, view: ViewState) -> None:
     # A state directory that cannot be written loses the place, nothing else.
     with contextlib.suppress(OSError):
         write_view(state_dir, view)
+
+
+_SLICE = 10_000
+"""Runs gone over per call into C while working out what happened while away (some 2 ms each)."""
+
+_T = TypeVar("_T")
+
+
+def _slices(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
+    """``items`` a :data:`_SLICE` at a time."""
+    for start in range(0, len(items), _SLICE):
+        yield items[start : start + _SLICE]
 
 
 def away_items(

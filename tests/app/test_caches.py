@@ -17,6 +17,7 @@ from typing import Any, cast
 import pytest
 
 from tests.support import wait_for
+from x_tui.app import final_states
 from x_tui.app.final_states import (
     RECENT_NAME,
     RECENT_RUNS,
@@ -88,16 +89,40 @@ def test_final_states_are_kept_as_columns_and_an_older_cache_is_still_read(tmp_p
     assert read_final_states(cache) == {RUN_ID: (RunState.FAILED, 5.0)}
     other = "other-20260919T120000Z-000002"
     keep_final_states(cache, {other: (RunState.SUCCEEDED, None)})
-    assert json.loads(cache.read_text()) == {
-        "version": 2,
-        "run_ids": [other, RUN_ID],
-        "states": ["succeeded", "failed"],
-        "ended_at": [None, 5.0],
-    }
+    assert [json.loads(line) for line in cache.read_text().splitlines()] == [
+        {"version": 3},
+        {"run_ids": [other, RUN_ID], "states": ["succeeded", "failed"], "ended_at": [None, 5.0]},
+    ]
     assert read_final_states(cache) == {
         RUN_ID: (RunState.FAILED, 5.0),
         other: (RunState.SUCCEEDED, None),
     }
+    columns = {"run_ids": [RUN_ID], "states": ["failed"], "ended_at": [5.0]}
+    cache.write_text(json.dumps({"version": 2, **columns}))  # as the release before kept them
+    assert read_final_states(cache) == {RUN_ID: (RunState.FAILED, 5.0)}
+
+
+def test_many_final_states_are_kept_a_slice_of_runs_a_line_and_read_back_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Each line is parsed and checked on its own: the reading thread holds the interpreter from
+    # the event loop a slice at a time, not for the whole cache at once.
+    monkeypatch.setattr(final_states, "FINAL_STATES_SLICE", 3)
+    cache = tmp_path / "final-states.json"
+    kept = {
+        f"train-20260919T1200{index:02d}Z-{index:06x}": (RunState.SUCCEEDED, float(index))
+        for index in range(8)
+    }
+    write_final_states(cache, kept)
+    lines = [json.loads(line) for line in cache.read_text().splitlines()]
+    assert lines[0] == {"version": 3}
+    assert [len(line["run_ids"]) for line in lines[1:]] == [3, 3, 2]
+    assert read_final_states(cache) == kept
+    # A damaged line is a damaged cache: rebuilt, not half believed.
+    damaged = cache.read_text().splitlines()
+    damaged[2] = json.dumps({"run_ids": ["x"], "states": []})
+    cache.write_text("\n".join(damaged) + "\n")
+    assert read_final_states(cache) is None
 
 
 def test_column_entries_that_are_not_final_states_of_run_ids_are_skipped(tmp_path: Path) -> None:
@@ -112,13 +137,13 @@ def test_column_entries_that_are_not_final_states_of_run_ids_are_skipped(tmp_pat
         (7, "failed", None),
     ]
     columns = [list(column) for column in zip(*entries, strict=True)]
-    cache.write_text(
-        json.dumps(
-            {"version": 2, "run_ids": columns[0], "states": columns[1], "ended_at": columns[2]}
-        )
-    )
+    line = {"run_ids": columns[0], "states": columns[1], "ended_at": columns[2]}
+    cache.write_text(json.dumps({"version": 3}) + "\n" + json.dumps(line) + "\n")
     assert read_final_states(cache) == {good: (RunState.SUCCEEDED, 5.0)}
-    cache.write_text(json.dumps({"version": 2, "run_ids": [good], "states": [], "ended_at": []}))
+    cache.write_text(json.dumps({"version": 2, **line}))
+    assert read_final_states(cache) == {good: (RunState.SUCCEEDED, 5.0)}
+    out_of_step = {"run_ids": [good], "states": [], "ended_at": []}
+    cache.write_text(json.dumps({"version": 3}) + "\n" + json.dumps(out_of_step) + "\n")
     assert read_final_states(cache) is None  # columns out of step: rebuilt
 
 

@@ -5,6 +5,7 @@ state change, a newer listing or a new filter that comes meanwhile is not lost."
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -47,6 +48,21 @@ def _made(table: RunsTable) -> dict[str, RunRow]:
     """The rows made so far of the listing being taken (none when none is)."""
     taking = table._listing
     return taking.rows if taking is not None else {}
+
+
+async def _until_made(
+    app: _Table, table: RunsTable, run_id: str, made: Callable[[RunRow], bool] = bool
+) -> None:
+    """Let the listing being taken go on until it has made ``run_id``'s row (and ``made`` holds
+    of it), and check it is not in yet."""
+    for _ in range(2000):
+        row = _made(table).get(run_id)
+        if row is not None and made(row):
+            break
+        await asyncio.sleep(0)
+    else:
+        raise AssertionError(f"the listing never made {run_id}'s row")
+    assert "listed" not in app.happened
 
 
 async def _until_listed(app: _Table, count: int = 1) -> None:
@@ -113,11 +129,7 @@ def test_a_state_that_changes_while_a_listing_is_taken_is_shown() -> None:
             # A run whose row the listing has not made yet...
             table.set_state(oldest, RunState.FAILED, START.timestamp())
             # ...and one whose row it made in a slice already (not shown then: no state).
-            for _ in range(2000):
-                if made_early in _made(table):
-                    break
-                await asyncio.sleep(0)
-            assert "listed" not in app.happened
+            await _until_made(app, table, made_early)
             table.set_state(made_early, RunState.FAILED, START.timestamp())
             await _until_listed(app)
             await pilot.pause()
@@ -143,11 +155,7 @@ def test_a_run_placed_under_a_filter_that_leaves_it_while_the_listing_is_taken_i
             failed = {leaves: RunState.FAILED, stays: RunState.FAILED}
             table.show_stored(_stored(handles), states=failed.get)
             # Its row is made, and placed as shown (failed), in a slice...
-            for _ in range(2000):
-                if leaves in _made(table):
-                    break
-                await asyncio.sleep(0)
-            assert "listed" not in app.happened
+            await _until_made(app, table, leaves)
             # ...then it is run again elsewhere and succeeds before the listing is in.
             table.set_state(leaves, RunState.SUCCEEDED, START.timestamp())
             await _until_listed(app)
@@ -246,12 +254,7 @@ def test_a_state_that_changes_for_a_run_whose_handle_the_listing_replaces_is_sho
             assert table.highlighted_key() == handles[0].run_id
             table.show_stored(_stored(listing))
             # The listing has made the changed handle's row; the table still shows the old one.
-            for _ in range(2000):
-                made = _made(table).get(shown.run_id)
-                if made is not None and made.handle is rewritten:
-                    break
-                await asyncio.sleep(0)
-            assert "listed" not in app.happened
+            await _until_made(app, table, shown.run_id, lambda row: row.handle is rewritten)
             table.set_state(shown.run_id, RunState.FAILED, START.timestamp())
             await _until_listed(app)
             await pilot.pause()

@@ -150,6 +150,28 @@ async def test_with_every_row_built_a_column_gives_way_but_comes_back_only_with_
 
 
 @asynchronous
+async def test_with_many_rows_built_and_the_cursor_near_the_top_a_column_comes_back_at_once() -> (
+    None
+):
+    """A refill builds down to the cursor's row and a page past it: near the top, a few hundred
+    rows, so a widened table refills at once rather than keep the column hidden."""
+    handles = runs_newest_first(REFIT_ROWS + 100, "train")
+    table = RunsTable()
+    async with TableApp(table).run_test(size=(120, 20)) as pilot:
+        table.show_stored(StoredRuns(handles=handles, unreadable={}))
+        table.action_last_row()
+        await wait_until(pilot, lambda: table.row_count == len(handles), "every row built")
+        table.action_first_row()
+        await pilot.resize_terminal(70, 20)
+        await wait_until(pilot, lambda: "backend" not in table.columns, "Backend giving way")
+        await pilot.resize_terminal(120, 20)
+        await wait_until(pilot, lambda: "backend" in table.columns, "Backend back")
+        assert table.get_cell(handles[0].run_id, "backend").plain == "local"
+        assert table.highlighted_key() == handles[0].run_id
+        assert table.row_count < len(handles)  # a page built again, not every row
+
+
+@asynchronous
 async def test_a_watch_poll_writes_the_watched_runs_cells_only() -> None:
     handles = runs_newest_first(300, "train")
     table = RunsTable()

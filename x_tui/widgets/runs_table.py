@@ -113,7 +113,13 @@ single turn each of those steps waited for a slice (with 100,000 runs the slowes
 came 0.15-0.33 s after it was pressed); with eight they all go between two slices (0.09-0.18
 s)."""
 REFIT_ROWS = 2 * PAGE_ROWS
-"""Built rows past which a column that gave way is not put back until the next refill."""
+"""Built rows past which a column that gave way is not put back in place: the table is refilled
+for it (see :data:`REFILL_ROWS`)."""
+REFILL_ROWS = 10 * PAGE_ROWS
+"""Built rows up to which a widened table is refilled at once to put a column back, where the
+cursor is within :data:`REFIT_ROWS` of the top (in a store of 100,000 runs the refill took
+0.10 s with 1,700 rows built, 0.34 s with all of them); past them, or with the cursor further
+down, it comes back with the next refill."""
 GIVE_WAY = ("backend", "project", "job", "duration", "age")
 """The columns that give way, in this order, where the table is too narrow for them all (the run
 and its state stay): hidden, rather than cut off at the right edge."""
@@ -202,7 +208,7 @@ class RunsTable(FocusStyledWithScreen, DataTable[Text]):
         self._slice = max(1, listing_slice if listing_slice is not None else LISTING_SLICE)
         self._listing: _Taking | None = None
         """The listing being taken in slices, if one is."""
-        self._adding = self._to_last = self._reorder_due = False
+        self._adding = self._to_last = self._reorder_due = self._refill_due = False
         self._watch: dict[str, WatchCells] = {}
         self._watch_filled: set[str] = set()
         """The rows whose watch cells were last filled with a watched run's."""
@@ -515,8 +521,13 @@ class RunsTable(FocusStyledWithScreen, DataTable[Text]):
             base = own
         if self.row_count > REFIT_ROWS:
             # A column put back needs a cell for every row built (some 3 s for 100,000): with
-            # this many built, columns only give way; they come back with the next refill.
-            base = [key for key in base if key in self._columns]
+            # this many built, columns only give way here. They come back with a refill, which
+            # builds down to the cursor's row and a page past it: at once while the cursor is
+            # that near the top (REFILL_ROWS), else with the next refill (a filter, ``p``, a sort).
+            kept = [key for key in base if key in self._columns]
+            if kept != base and self.cursor_row < REFIT_ROWS and self.row_count <= REFILL_ROWS:
+                self._refill_soon()
+            base = kept
         if self._place_columns(tuple(base), wanted, widths) or fill_watch:
             self._fill_watch(wanted)
 
@@ -1038,6 +1049,16 @@ class RunsTable(FocusStyledWithScreen, DataTable[Text]):
                 self.move_cursor(row=self.get_row_index(cursor))
         if self._watch:
             self.show_watch(self._watch)
+
+    def _refill_soon(self) -> None:
+        """Refill the table once the turn under way is done (once, however often asked)."""
+        if not self._refill_due:
+            self._refill_due = True
+            self.call_later(self._refill_now)
+
+    def _refill_now(self) -> None:
+        self._refill_due = False
+        self._refill()
 
     def _insert(self, rows: list[RunRow]) -> None:
         self._insert_keyed([(self._sort_key(row), row) for row in rows])

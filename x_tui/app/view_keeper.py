@@ -303,6 +303,9 @@ class ViewKeeper:
         monitor = monitor_of(self.app)
         if time.monotonic() < due and not (self._listed and monitor is not None):
             return
+        main = self.app.screen_stack[0] if self.app.screen_stack else None
+        if time.monotonic() < due and isinstance(main, MainScreen) and main.runs.taking_listing:
+            return  # once the runs table has the store: the two would share the interpreter
         # The runs known to have ended when the user left (read by the monitor's watcher, off
         # this thread): one this session finds ended that is not among them ended while away.
         ended_before = monitor.kept_at_start if monitor is not None else frozenset()

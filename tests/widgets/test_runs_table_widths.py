@@ -1,8 +1,8 @@
 """The runs table keeps to its width: a watched run's Progress, GPU and Cost columns show only
-where they fit beside the run's own (the Backend, Project and Job columns give way to the progress;
-a table too narrow hides them, the cost first), a table too narrow for the run's own columns
-hides them from the right rather than cut them off, and a record's long words are cut short in
-their cells."""
+where they fit beside the run's own (the Backend, Project, Job and Took columns give way to the
+progress; a table too narrow hides them, the cost first), a table too narrow for the run's own
+columns hides them from the right rather than cut them off, and a record's long words are cut
+short in their cells."""
 
 from __future__ import annotations
 
@@ -81,11 +81,16 @@ async def test_the_watch_columns_show_where_they_fit_and_hide_where_they_would_b
     tightest = await _watch_columns(base - 7)  # (Job: 5 columns and its padding)
     assert tightest.columns == [*BASE[:-3], "progress"]
     assert tightest.used <= tightest.room
+    # ...and last the time taken (a running run's is about its age), as at 80x24.
+    took_too = await _watch_columns(base - 15)  # (Took: 6 columns and its padding)
+    assert took_too.columns == ["run", "state", "age", "progress"]
+    assert took_too.used <= took_too.room
     # ...and they come back, in their places, once no run is watched (as many as fit).
     for seen in (tighter, tighter_still):
         assert seen.after == BASE
         assert seen.backend_cell == "local"
     assert tightest.after == BASE[:-1]
+    assert took_too.after == BASE[:-2]
 
     # Too narrow for the progress even so: the run's own columns give way from the right,
     # rather than be cut off, and nothing else shows.

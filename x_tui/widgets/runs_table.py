@@ -123,9 +123,10 @@ down, it comes back with the next refill."""
 GIVE_WAY = ("backend", "project", "job", "duration", "age")
 """The columns that give way, in this order, where the table is too narrow for them all (the run
 and its state stay): hidden, rather than cut off at the right edge."""
-WATCH_GIVE_WAY = ("backend", "project", "job")
-"""Those that give way, in this order, to make room for a watched run's progress (the job last:
-a run's id begins with its job's name, and a sweep's run sits under its group's row)."""
+WATCH_GIVE_WAY = ("backend", "project", "job", "duration")
+"""Those that give way, in this order, to make room for a watched run's progress: the job (a
+run's id begins with its job's name, and a sweep's run sits under its group's row), and last
+the time taken (a running run's is about its age), so that the progress shows at 80x24."""
 _STATE_SORTS = frozenset({"state", "duration"})
 """The sorts a run's state change can move its row in."""
 _Pending = tuple[SortKey, RunRow]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from textual.dom import NoScreen
 from textual.screen import Screen
 from textual.widget import Widget
 
@@ -36,5 +37,9 @@ class FocusStyledWithScreen(_Mixin):
 
     def watch_has_focus(self, has_focus: bool) -> None:
         """Restyle for the focus change, unless the screen's first showing will."""
-        if not styled_with_screen(self.screen):
+        try:
+            later = styled_with_screen(self.screen)
+        except NoScreen:  # (being removed: restyled as Textual does)
+            later = False
+        if not later:
             super().watch_has_focus(has_focus)

@@ -16,8 +16,8 @@ from typing import Any, cast
 
 import pytest
 
+import x_tui.compute.slices
 from tests.support import wait_for
-from x_tui.app import final_states
 from x_tui.app.final_states import (
     RECENT_NAME,
     RECENT_RUNS,
@@ -107,7 +107,7 @@ def test_many_final_states_are_kept_a_slice_of_runs_a_line_and_read_back_whole(
 ) -> None:
     # Each line is parsed and checked on its own: the reading thread holds the interpreter from
     # the event loop a slice at a time, not for the whole cache at once.
-    monkeypatch.setattr(final_states, "FINAL_STATES_SLICE", 3)
+    monkeypatch.setattr(x_tui.compute.slices, "SLICE", 3)
     cache = tmp_path / "final-states.json"
     kept = {
         f"train-20260919T1200{index:02d}Z-{index:06x}": (RunState.SUCCEEDED, float(index))

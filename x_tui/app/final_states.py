@@ -3,7 +3,7 @@
 A run seen to end is never asked about again, in this session or the next: its state and when it
 ended are written here, as three columns of one value per run, sorted by run id, so that 100,000
 of them read in about a tenth of a second: a line ``{"version": 3}``, then a line per
-:data:`FINAL_STATES_SLICE` runs, ``{"run_ids": [...], "states": [...], "ended_at": [...]}`` (an
+``x_tui.compute.slices.SLICE`` runs, ``{"run_ids": [...], "states": [...], "ended_at": [...]}`` (an
 epoch time or ``null``). Each line is parsed and checked on its own, so the reading thread never
 holds the interpreter from the event loop for long (one parse of the whole cache held it some
 40 ms, and each check of every run as long again). The earlier layouts are read too: version 2,
@@ -28,10 +28,11 @@ import heapq
 import json
 import math
 import os
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from x_tui.compute.backend import RunState
+from x_tui.compute.slices import slices
 from x_tui.compute.store import RUN_ID_PATTERN
 from x_tui.compute.worker.record_files import read_cache_file, read_cache_lines
 from x_tui.compute.worker.records import RecordError, write_atomic
@@ -44,9 +45,6 @@ FINAL_STATES_BYTES = 256 << 20
 
 FINAL_STATES_VERSION = 3
 """The layout this release writes (columns, a line per slice of runs); it reads 1 and 2 too."""
-
-FINAL_STATES_SLICE = 10_000
-"""Runs per line of the cache (a line is parsed, and checked, in some 5 ms)."""
 
 RECENT_NAME = "final-states-recent.json"
 """The newest runs' entries of the cache, in the cache's directory."""
@@ -189,9 +187,8 @@ def write_final_states(path: Path, runs: Mapping[str, FinalState]) -> None:
     """
     run_ids = sorted(runs)
     lines = [json.dumps({"version": FINAL_STATES_VERSION})]
-    for start in range(0, len(run_ids), FINAL_STATES_SLICE):
-        part = _columns_of(runs, run_ids[start : start + FINAL_STATES_SLICE])
-        lines.append(json.dumps(part, separators=(",", ":")))
+    for part in slices(run_ids):  # a line is parsed, and checked, in some 5 ms
+        lines.append(json.dumps(_columns_of(runs, part), separators=(",", ":")))
     with contextlib.suppress(OSError):
         write_atomic(path, "\n".join(lines) + "\n")
         keep_recent_final_states(path, runs)
@@ -213,7 +210,7 @@ def keep_recent_final_states(path: Path, runs: Mapping[str, FinalState]) -> None
         )
 
 
-def _columns_of(runs: Mapping[str, FinalState], run_ids: list[str]) -> dict[str, list[object]]:
+def _columns_of(runs: Mapping[str, FinalState], run_ids: Sequence[str]) -> dict[str, list[object]]:
     """The columns of the entries of ``run_ids``, in that order."""
     return {
         "run_ids": list(run_ids),

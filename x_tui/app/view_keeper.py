@@ -30,12 +30,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from operator import attrgetter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from textual.app import App
 from textual.css.query import NoMatches
@@ -47,6 +47,7 @@ from x_tui.app.main_screen import MainScreen
 from x_tui.app.view_state import AWAY_ITEMS, ViewState, read_view, write_view
 from x_tui.app.watch_events import EventKind, EventLog
 from x_tui.compute.sanitize import plain
+from x_tui.compute.slices import slices
 from x_tui.compute.store import RUN_ID_PATTERN, StoredRuns
 
 if TYPE_CHECKING:
@@ -87,6 +88,11 @@ class AwayItem:
     at: float
 
 
+def _main_screen(app: App[Any]) -> MainScreen | None:
+    """The app's main screen (the bottom of its stack), if it has one yet."""
+    return next((s for s in app.screen_stack if isinstance(s, MainScreen)), None)
+
+
 def capture(app: App[Any], *, now: float) -> ViewState | None:
     """The app's view now: the main screen's, and the front-most run screen's if one is open.
 
@@ -94,7 +100,7 @@ def capture(app: App[Any], *, now: float) -> ViewState | None:
         The view; ``None`` while a screen it reads is not mounted yet, or no more (the app is
         ending): a view read from half a screen would lose the place.
     """
-    main = next((s for s in app.screen_stack if isinstance(s, MainScreen)), None)
+    main = _main_screen(app)
     if main is None:
         return None
     try:
@@ -280,8 +286,8 @@ class ViewKeeper:
 
     def _restore_main(self) -> None:
         saved = self.saved
-        main = self.app.screen_stack[0] if self.app.screen_stack else None
-        if saved is None or not isinstance(main, MainScreen) or not main.is_mounted:
+        main = _main_screen(self.app)
+        if saved is None or main is None or not main.is_mounted:
             return
         if self._filter_pending:
             self._filter_pending = False
@@ -303,8 +309,8 @@ class ViewKeeper:
         monitor = monitor_of(self.app)
         if time.monotonic() < due and not (self._listed and monitor is not None):
             return
-        main = self.app.screen_stack[0] if self.app.screen_stack else None
-        if time.monotonic() < due and isinstance(main, MainScreen) and main.runs.taking_listing:
+        main = _main_screen(self.app)
+        if time.monotonic() < due and main is not None and main.runs.taking_listing:
             return  # once the runs table has the store: the two would share the interpreter
         # The runs known to have ended when the user left (read by the monitor's watcher, off
         # this thread): one this session finds ended that is not among them ended while away.
@@ -330,16 +336,16 @@ class ViewKeeper:
         states, ends = monitor.known_states() if monitor is not None else ({}, {})
         handles = monitor.stored.handles if monitor is not None else ()
         # Every run is gone over in C (its id taken, set operations), not in a loop here, and a
-        # slice at a time: this thread shares the interpreter with the event loop as the store
-        # is taken into the table, and a call into C holds it until it returns.
+        # slice at a time (x_tui.compute.slices): this thread shares the interpreter with the
+        # event loop as the store is taken into the table.
         ids: list[str] = []
-        for taken in _slices(handles):
+        for taken in slices(handles):
             ids += map(attrgetter("run_id"), taken)
-        if time.monotonic() < due and not all(states.keys() >= set(part) for part in _slices(ids)):
+        if time.monotonic() < due and not all(states.keys() >= set(part) for part in slices(ids)):
             self._away_asked = False  # asked again at the next comparison
             return
         ended_now: list[str] = []  # runs with a state that had not ended when the user left
-        for part in _slices(ids):
+        for part in slices(ids):
             ended_now += set(part).intersection(states).difference(ended_before)
         found: list[AwayItem] = []
         now = time.time()
@@ -383,18 +389,6 @@ def _write_quietly(state_dir: Path, view: ViewState) -> None:
     # A state directory that cannot be written loses the place, nothing else.
     with contextlib.suppress(OSError):
         write_view(state_dir, view)
-
-
-_SLICE = 10_000
-"""Runs gone over per call into C while working out what happened while away (some 2 ms each)."""
-
-_T = TypeVar("_T")
-
-
-def _slices(items: Sequence[_T]) -> Iterator[Sequence[_T]]:
-    """``items`` a :data:`_SLICE` at a time."""
-    for start in range(0, len(items), _SLICE):
-        yield items[start : start + _SLICE]
 
 
 def away_items(

@@ -58,15 +58,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NamedTuple, cast
 
+from x_tui.compute.slices import slices
 from x_tui.compute.worker.record_files import UnreadableRecordError, read_cache_lines
 from x_tui.compute.worker.records import RecordError, parse_datetime, write_atomic
 
 INDEX_NAME = "runs-index.json"
 """The index's file, in ``<state>/x-tui/``."""
-
-CHECK_SLICE = 10_000
-"""Values checked or parsed per call into C (a call holds the interpreter from the event loop
-until it returns: 100,000 file names checked at once held it some 30 ms, 10,000 some 3 ms)."""
 
 HEAD_NAME = "runs-head.json"
 """The index's head (its newest rows), in ``<state>/x-tui/``."""
@@ -809,10 +806,7 @@ def _load(
         and set(versions) <= _VERSIONS
         and None not in moments
         and None not in settings
-        and all(
-            all(map(is_run_file, names[start : start + CHECK_SLICE]))
-            for start in range(0, count, CHECK_SLICE)
-        )
+        and all(all(map(is_run_file, part)) for part in slices(names))  # (30 ms at once)
     ):
         good = None  # every entry is a readable handle (found so in C, as in a sound index)
     else:
@@ -886,8 +880,8 @@ def _moments(texts: list[str], reasons: list[str | None]) -> list[dt.datetime | 
     if reasons.count(None) == len(reasons):
         moments: list[dt.datetime | None] = []
         try:
-            for start in range(0, len(texts), CHECK_SLICE):
-                moments += map(dt.datetime.fromisoformat, texts[start : start + CHECK_SLICE])
+            for part in slices(texts):
+                moments += map(dt.datetime.fromisoformat, part)
         except ValueError:
             pass
         else:

@@ -6,13 +6,18 @@ short in their cells."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 
+import pytest
 from rich.text import Text
+from textual.pilot import Pilot
 
 from tests.support import asynchronous, wait_until
 from x_tui.compute.backend import RunState
 from x_tui.compute.store import RunHandle, StoredRuns
+from x_tui.widgets import runs_table
 from x_tui.widgets.run_rows import REASON_WIDTH, WORD_WIDTH
 from x_tui.widgets.runs_table import REFIT_ROWS, RunsTable
 
@@ -134,9 +139,12 @@ async def test_a_records_long_words_are_cut_short_in_their_cells_and_whole_under
         assert project in described
 
 
-@asynchronous
-async def test_with_every_row_built_a_column_gives_way_but_comes_back_only_with_a_refill() -> None:
-    """Putting a column back writes a cell in every row built (some 3 s for 100,000 rows)."""
+@asynccontextmanager
+async def _every_row_built_then_narrowed_and_widened(
+    *, cursor_at_top: bool
+) -> AsyncIterator[tuple[RunsTable, tuple[RunHandle, ...], Pilot[None]]]:
+    """A table 120 wide with every one of ``REFIT_ROWS + 100`` rows built (the cursor moved back
+    to the top or left on the last row), narrowed until Backend gives way, then widened again."""
     handles = runs_newest_first(REFIT_ROWS + 100, "train")
     table = RunsTable()
     async with TableApp(table).run_test(size=(120, 20)) as pilot:
@@ -144,9 +152,19 @@ async def test_with_every_row_built_a_column_gives_way_but_comes_back_only_with_
         table.action_last_row()
         await wait_until(pilot, lambda: table.row_count == len(handles), "every row built")
         assert "backend" in table.columns
+        if cursor_at_top:
+            table.action_first_row()
         await pilot.resize_terminal(70, 20)
         await wait_until(pilot, lambda: "backend" not in table.columns, "Backend giving way")
         await pilot.resize_terminal(120, 20)
+        yield table, handles, pilot
+
+
+@asynchronous
+async def test_with_every_row_built_a_column_gives_way_but_comes_back_only_with_a_refill() -> None:
+    """Putting a column back writes a cell in every row built (some 3 s for 100,000 rows)."""
+    widened = _every_row_built_then_narrowed_and_widened(cursor_at_top=False)
+    async with widened as (table, handles, pilot):
         await pilot.pause()
         assert "backend" not in table.columns  # not put back in 600 rows
         table.set_filter("train")  # a refill: a page of rows built again, every column
@@ -160,20 +178,26 @@ async def test_with_many_rows_built_and_the_cursor_near_the_top_a_column_comes_b
 ):
     """A refill builds down to the cursor's row and a page past it: near the top, a few hundred
     rows, so a widened table refills at once rather than keep the column hidden."""
-    handles = runs_newest_first(REFIT_ROWS + 100, "train")
-    table = RunsTable()
-    async with TableApp(table).run_test(size=(120, 20)) as pilot:
-        table.show_stored(StoredRuns(handles=handles, unreadable={}))
-        table.action_last_row()
-        await wait_until(pilot, lambda: table.row_count == len(handles), "every row built")
-        table.action_first_row()
-        await pilot.resize_terminal(70, 20)
-        await wait_until(pilot, lambda: "backend" not in table.columns, "Backend giving way")
-        await pilot.resize_terminal(120, 20)
+    widened = _every_row_built_then_narrowed_and_widened(cursor_at_top=True)
+    async with widened as (table, handles, pilot):
         await wait_until(pilot, lambda: "backend" in table.columns, "Backend back")
         assert table.get_cell(handles[0].run_id, "backend").plain == "local"
         assert table.highlighted_key() == handles[0].run_id
         assert table.row_count < len(handles)  # a page built again, not every row
+
+
+@asynchronous
+async def test_with_more_rows_built_than_a_refill_should_clear_a_column_waits_for_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Clearing 100,000 built rows for a refill took 0.34 s: past ``REFILL_ROWS`` built, a
+    widened table does not refill, even with the cursor at the top."""
+    monkeypatch.setattr(runs_table, "REFILL_ROWS", REFIT_ROWS + 50)  # fewer than are built
+    widened = _every_row_built_then_narrowed_and_widened(cursor_at_top=True)
+    async with widened as (table, handles, pilot):
+        await pilot.pause()
+        assert "backend" not in table.columns
+        assert table.row_count == len(handles)  # nothing cleared
 
 
 @asynchronous

@@ -7,10 +7,11 @@ In the child, :func:`note_holds` notes, each on a line of its own file as it end
 - ``turn START SECONDS WHAT``: a turn of the event loop longer than the threshold: the messages
   it began to handle (the widget or app, the message's type), else the task it stepped (its
   coroutine's name);
-- ``held START SECONDS WHERE``: the interpreter held from the event loop's thread's helper longer
-  than the threshold, by another thread (a long call into C, such as one parse of a large file,
-  holds every other thread meanwhile): a thread wakes each millisecond, and after such a wait
-  notes where the other threads are then (the hold ended there, or just before).
+- ``held START SECONDS WHERE``: a thread of its own that wakes each millisecond waited longer
+  than the threshold for the interpreter (a long call into C in another thread, such as one parse
+  of a large file, holds every other thread meanwhile; so may the event loop's thread itself,
+  or several threads taking turns): after such a wait it notes where the threads other than the
+  event loop's are then (a hold of theirs ended there, or just before).
 
 Times are ``time.time()`` seconds, as the parent notes its key presses.
 """
